@@ -1,0 +1,1 @@
+"""NeuROK for Blender: neural reduced-order physics baked to shape keys."""

@@ -1,0 +1,106 @@
+"""What the user asks for: the physical conditions of one simulation, checked before anything runs."""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .integrators import METHODS
+
+CATEGORIES = ("rigid",)
+
+
+@dataclass
+class Force:
+    """A force in newtons on a material point of the body during frames [start_frame, end_frame).
+
+    ``point`` is a world position at the first frame (the body point there is pushed and the force
+    follows it); ``vertices`` spreads the force evenly over those mesh vertices instead.
+    """
+
+    vector: tuple[float, float, float]
+    point: tuple[float, float, float] | None = None
+    vertices: list[int] | None = None
+    start_frame: float = 0.0
+    end_frame: float = 1.0
+
+
+@dataclass
+class Conditions:
+    """Frames are counted from 0 (the initial state, t = 0); frame k shows t = k / fps.
+
+    Units are SI: m, s, kg, N, rad/s. ``substeps=None`` picks the step from the stiffest spring.
+    """
+
+    frames: int = 48
+    fps: float = 24.0
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    ground_height: float | None = None
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    forces: list[Force] = field(default_factory=list)
+    mass: float = 1.0
+    friction: float = 0.5
+    restitution: float = 0.3
+    drag: float = 0.0
+    category: str = "rigid"
+    integrator: str = "leapfrog"
+    substeps: int | None = None
+
+    def check(self, vertex_count: int) -> None:
+        """Raise ValueError naming the first bad field."""
+        if not (isinstance(self.frames, (int, np.integer)) and self.frames >= 2):
+            raise ValueError(f"frames must be an integer of at least 2, got {self.frames!r}")
+        _positive("fps", self.fps)
+        _positive("mass", self.mass)
+        for name in ("gravity", "velocity", "angular_velocity"):
+            _vector(name, getattr(self, name))
+        if self.ground_height is not None and not math.isfinite(self.ground_height):
+            raise ValueError(f"ground_height must be finite or None, got {self.ground_height}")
+        _non_negative("friction", self.friction)
+        _non_negative("drag", self.drag)
+        if not (0.0 <= self.restitution <= 1.0):
+            raise ValueError(f"restitution must lie in [0, 1], got {self.restitution}")
+        if self.category not in CATEGORIES:
+            raise ValueError(f"unknown category {self.category!r}; choose one of {', '.join(CATEGORIES)}")
+        if self.integrator not in METHODS:
+            raise ValueError(f"unknown integrator {self.integrator!r}; choose one of {', '.join(METHODS)}")
+        if self.substeps is not None and not (isinstance(self.substeps, (int, np.integer)) and self.substeps >= 1):
+            raise ValueError(f"substeps must be a positive integer or None, got {self.substeps!r}")
+        for i, force in enumerate(self.forces):
+            _check_force(i, force, vertex_count)
+
+
+def _check_force(i, force, vertex_count):
+    name = f"forces[{i}]"
+    _vector(f"{name}.vector", force.vector)
+    if (force.point is None) == (force.vertices is None):
+        raise ValueError(f"{name}: give exactly one of point or vertices")
+    if force.point is not None:
+        _vector(f"{name}.point", force.point)
+    else:
+        idx = np.asarray(force.vertices)
+        if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"{name}.vertices must be a non-empty list of vertex indices")
+        if idx.min() < 0 or idx.max() >= vertex_count:
+            raise ValueError(f"{name}.vertices must lie in [0, {vertex_count - 1}]")
+    if not (math.isfinite(force.start_frame) and math.isfinite(force.end_frame)):
+        raise ValueError(f"{name}: start_frame and end_frame must be finite")
+    if force.end_frame <= force.start_frame:
+        raise ValueError(f"{name}: end_frame ({force.end_frame}) must be after start_frame ({force.start_frame})")
+
+
+def _vector(name, value):
+    v = np.asarray(value, dtype=np.float64)
+    if v.shape != (3,) or not np.isfinite(v).all():
+        raise ValueError(f"{name} must be 3 finite numbers, got {value!r}")
+
+
+def _positive(name, value):
+    if not (isinstance(value, (int, float, np.number)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _non_negative(name, value):
+    if not (isinstance(value, (int, float, np.number)) and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a non-negative number, got {value!r}")

@@ -1,0 +1,233 @@
+"""The Euler-Lagrange equations of any kinematic map (DESIGN.md section 3).
+
+With x(q) the mass points, J = dx/dq and v = J q_dot:
+
+    M(q) q_ddot = J^T (f - m * d2x[q_dot, q_dot]) - grad V(q) - D q_dot,    M = J^T diag(m) J
+
+d2x[q_dot, q_dot] = (d/dt J) q_dot carries the Coriolis and centrifugal terms. It comes from one
+nested forward-mode product per coordinate together with J, never from an explicit Hessian.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .kinematics import KinematicMap
+
+MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
+
+
+@dataclass
+class Environment:
+    """What acts on the bodies, batched: tensors with a leading B where per body.
+
+    Point loads act at material points (embedded through the map), so they follow the body and their
+    generalized force is exactly J^T f. A load is on while its window [t0, t1) holds the step.
+    """
+
+    gravity: torch.Tensor  # (3,) m/s^2
+    ground_height: torch.Tensor | None = None  # (B,) m, None for no ground
+    friction: torch.Tensor | float = 0.5  # Coulomb coefficient mu
+    restitution: torch.Tensor | float = 0.2  # normal velocity kept after an impact, 0..1
+    contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
+    friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
+    drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
+    damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
+    stiffness_damping: torch.Tensor | float = 0.0  # s: stiffness-proportional Rayleigh factor
+    contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
+    contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
+    load_points: torch.Tensor | None = None  # (B, L, 3) rest positions
+    load_vectors: torch.Tensor | None = None  # (B, L, 3) N
+    load_windows: torch.Tensor | None = None  # (B, L, 2) s
+
+
+@dataclass
+class State:
+    """Derivatives of the map at (q, q_dot) and everything built from them."""
+
+    x: torch.Tensor  # (B, P, 3) all material points: mass, contact, load
+    v: torch.Tensor  # (B, P, 3)
+    jacobian: torch.Tensor  # (B, P, 3, n)
+    mass_matrix: torch.Tensor  # (B, n, n)
+    dT_dq: torch.Tensor  # (B, n) partial of kinetic energy at fixed q_dot
+    quadratic: torch.Tensor  # (B, n) J^T m d2x[q_dot, q_dot]
+
+
+class LagrangianSystem:
+    """Mass matrix, generalized forces and energies for a kinematic map in an environment."""
+
+    def __init__(self, kinematic_map: KinematicMap, env: Environment):
+        self.map = kinematic_map
+        self.env = env
+        dtype = kinematic_map.dtype
+        b = kinematic_map.batch
+        empty = torch.zeros(b, 0, 3, dtype=dtype)
+        self.contact_points = env.contact_points if env.contact_points is not None else empty
+        self.contact_mass = env.contact_mass if env.contact_mass is not None else torch.zeros(b, 0, dtype=dtype)
+        self.load_points = env.load_points if env.load_points is not None else empty
+        self.load_vectors = env.load_vectors if env.load_vectors is not None else empty
+        self.load_windows = env.load_windows if env.load_windows is not None else torch.zeros(b, 0, 2, dtype=dtype)
+        self.n_mass = kinematic_map.mass_points.shape[1]
+        self.n_contact = self.contact_points.shape[1]
+        self.all_points = torch.cat([kinematic_map.mass_points, self.contact_points, self.load_points], 1)
+        self.masses = kinematic_map.masses
+        self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
+        self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
+                         ("friction", "restitution", "drag", "damping", "stiffness_damping")}
+        self.active_loads = torch.zeros_like(self.load_vectors)
+        self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
+        self.rest_stiffness = self._rest_stiffness()
+
+    # -- kinematics ---------------------------------------------------------------------------
+    def state(self, q, q_dot) -> State:
+        """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot]."""
+        x, v, jac, hess = self.map.derivatives(q, q_dot, self.all_points)
+        nm = self.n_mass
+        m = self.masses[..., None]
+        jm, hm, vm = jac[:, :nm], hess[:, :nm], v[:, :nm]
+        mass_matrix = torch.einsum("bpik,bpil->bkl", m[..., None] * jm, jm)
+        dT_dq = torch.einsum("bpi,bpik->bk", m * vm, hm)  # sum m v . d(J q_dot)/dq
+        d2x = torch.einsum("bpik,bk->bpi", hm, q_dot)
+        quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
+        return State(x, v, jac, mass_matrix, dT_dq, quadratic)
+
+    def mass_matrix(self, q):
+        _, jm = self.map.jacobian(q, self.map.mass_points)
+        return torch.einsum("bpik,bpil->bkl", self.masses[..., None, None] * jm, jm)
+
+    def solve(self, mass_matrix, rhs):
+        """M^-1 rhs by Cholesky with a small relative regularizer."""
+        n = mass_matrix.shape[-1]
+        scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
+        reg = MASS_REGULARIZATION * scale[:, None, None] * torch.eye(n, dtype=mass_matrix.dtype)
+        chol = torch.linalg.cholesky(mass_matrix + reg)
+        return torch.cholesky_solve(rhs[..., None], chol)[..., 0]
+
+    # -- forces -------------------------------------------------------------------------------
+    def set_interval(self, t0: float, t1: float):
+        """Switch point loads for the step [t0, t1] by its midpoint, so windows on frame bounds are exact."""
+        mid = 0.5 * (t0 + t1)
+        on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
+        self.active_loads = self.load_vectors * on[..., None]
+
+    def forces(self, q, q_dot, s: State):
+        """Generalized forces split as (conservative, non-conservative, power of loads, dissipated power).
+
+        Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
+        friction, drag, Rayleigh damping. All act through J^T f of the points they act on.
+        """
+        nm, nc = self.n_mass, self.n_contact
+        jm, jc, jl = s.jacobian[:, :nm], s.jacobian[:, nm:nm + nc], s.jacobian[:, nm + nc:]
+        m = self.masses[..., None]
+        conservative = _jt(jm, m * self.gravity)
+        grad_v = self.potential_gradient(q)
+        if grad_v is not None:
+            conservative = conservative - grad_v
+        drag = -self.per_body["drag"][:, None, None] * m * s.v[:, :nm]
+        loads = _jt(jl, self.active_loads)
+        rayleigh = -self.damping_matrix(s.mass_matrix) @ q_dot[..., None]
+        dissipative = _jt(jm, drag) + rayleigh[..., 0]
+        if self.env.ground_height is not None and nc:
+            spring, resist = self._ground(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc])
+            conservative = conservative + _jt(jc, spring)
+            dissipative = dissipative + _jt(jc, resist)
+        load_power = (loads * q_dot).sum(-1)
+        dissipated_power = -(dissipative * q_dot).sum(-1)
+        return conservative, loads + dissipative, load_power, dissipated_power
+
+    def _ground(self, x, v):
+        """Penalty contact with the plane z = h: spring k d, damper c v_n, regularized Coulomb friction.
+
+        Per point k_i = k w_i (w_i its mass share), c_i = 2 zeta sqrt(k) w_i with the damping ratio
+        zeta = -ln e / sqrt(pi^2 + ln^2 e) that makes an impact keep the fraction e of its speed.
+        The normal force never pulls (it is clipped at zero); friction is
+        f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2).
+        """
+        env = self.env
+        w = self.contact_mass
+        depth = torch.clamp(env.ground_height[:, None] - x[..., 2], min=0.0)
+        touching = (depth > 0).to(x.dtype)
+        e = torch.clamp(self.per_body["restitution"], 1e-6, 1.0)
+        zeta = -torch.log(e) / torch.sqrt(math.pi**2 + torch.log(e) ** 2)
+        k = env.contact_stiffness * w
+        c = 2 * zeta[:, None] * math.sqrt(env.contact_stiffness) * w
+        spring_n = k * depth
+        normal = torch.clamp(spring_n - c * v[..., 2] * touching, min=0.0)
+        v_t = v.clone()
+        v_t[..., 2] = 0
+        slip = torch.sqrt((v_t * v_t).sum(-1) + env.friction_regularization**2)
+        friction = -self.per_body["friction"][:, None, None] * normal[..., None] * v_t / slip[..., None]
+        up = torch.zeros_like(x)
+        up[..., 2] = 1
+        spring = spring_n[..., None] * up
+        resist = (normal - spring_n)[..., None] * up + friction
+        return spring, resist
+
+    def damping_matrix(self, mass_matrix):
+        """Rayleigh D = alpha P M P + beta K_rest on the deformation coordinates (P selects them)."""
+        p = self.elastic
+        alpha = self.per_body["damping"][:, None, None]
+        beta = self.per_body["stiffness_damping"][:, None, None]
+        d = alpha * mass_matrix * p[:, None] * p[None, :]
+        if self.rest_stiffness is not None:
+            d = d + beta * self.rest_stiffness
+        return d
+
+    def potential_gradient(self, q):
+        if self.map.potential(q) is None:
+            return None
+        return torch.func.grad(lambda qq: self.map.potential(qq).sum())(q)
+
+    def _rest_stiffness(self):
+        q0 = self.map.rest_coordinates()
+        if self.map.potential(q0) is None:
+            return None
+        hess = torch.func.hessian(lambda qq: self.map.potential(qq).sum())(q0)  # (B, n, B, n)
+        return torch.stack([hess[i, :, i, :] for i in range(q0.shape[0])])
+
+    # -- equations of motion and energy ------------------------------------------------------
+    def acceleration(self, q, q_dot):
+        """q_ddot from M q_ddot = Q - J^T m d2x, and the powers of loads and of dissipation."""
+        s = self.state(q, q_dot)
+        conservative, other, load_power, dissipated_power = self.forces(q, q_dot, s)
+        q_ddot = self.solve(s.mass_matrix, conservative + other - s.quadratic)
+        return q_ddot, load_power, dissipated_power
+
+    def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
+        """Kinetic, internal potential, gravity potential and contact spring energy per body (J)."""
+        x, jac = self.map.jacobian(q, self.all_points)
+        v = torch.einsum("bpik,bk->bpi", jac, q_dot)
+        nm, nc = self.n_mass, self.n_contact
+        m = self.masses
+        kinetic = 0.5 * (m * (v[:, :nm] ** 2).sum(-1)).sum(-1)
+        gravity = -(m * (x[:, :nm] @ self.gravity)).sum(-1)
+        pot = self.map.potential(q)
+        potential = pot if pot is not None else torch.zeros_like(kinetic)
+        contact = torch.zeros_like(kinetic)
+        if self.env.ground_height is not None and nc:
+            depth = torch.clamp(self.env.ground_height[:, None] - x[:, nm:nm + nc, 2], min=0.0)
+            contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
+        return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
+
+    def max_frequency(self) -> float:
+        """Largest natural angular frequency (rad/s) at rest: potential and contact springs."""
+        omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
+        if self.rest_stiffness is not None:
+            q0 = self.map.rest_coordinates()
+            s = self.state(q0, torch.zeros_like(q0))
+            chol = torch.linalg.cholesky(s.mass_matrix + MASS_REGULARIZATION * torch.eye(q0.shape[1], dtype=q0.dtype))
+            inv_l = torch.linalg.inv(chol)
+            sym = inv_l @ self.rest_stiffness @ inv_l.transpose(-1, -2)
+            omega2 = max(omega2, float(torch.linalg.eigvalsh(sym).max()))
+        return math.sqrt(omega2)
+
+
+def _jt(jacobian, f):
+    """J^T f summed over points: (B, P, 3, n), (B, P, 3) -> (B, n)."""
+    return torch.einsum("bpik,bpi->bk", jacobian, f)
+
+
+def _per_body(value, batch, dtype):
+    t = torch.as_tensor(value, dtype=dtype)
+    return t.expand(batch).clone() if t.ndim == 0 else t

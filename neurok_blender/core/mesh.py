@@ -1,0 +1,137 @@
+"""Mesh checks, mass properties and contact samples, in plain numpy (float64)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_FLAT_VOLUME = 1e-9  # |V| / bbox_diag^3 below this: a closed but flat mesh, treated as a shell
+
+
+@dataclass(frozen=True)
+class MassProperties:
+    """Mass, centre of mass and second moment S = sum m (x - c)(x - c)^T of a solid or a shell."""
+
+    mass: float
+    center: np.ndarray  # (3,)
+    second_moment: np.ndarray  # (3, 3)
+    solid: bool  # True: from the enclosed volume; False: from the surface area
+
+    @property
+    def inertia(self) -> np.ndarray:
+        """Inertia tensor about the centre of mass, I = tr(S) 1 - S."""
+        return np.trace(self.second_moment) * np.eye(3) - self.second_moment
+
+
+def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    """Return float64 vertices (V, 3) and int64 triangles (F, 3), or raise ValueError saying what is wrong."""
+    v = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces)
+    if v.ndim != 2 or v.shape[1] != 3 or len(v) == 0:
+        raise ValueError(f"vertices must be a non-empty (V, 3) array, got shape {v.shape}")
+    if not np.isfinite(v).all():
+        bad = int((~np.isfinite(v).all(axis=1)).sum())
+        raise ValueError(f"{bad} vertices have non-finite coordinates")
+    if f.size == 0:
+        raise ValueError("the mesh has no faces")
+    if f.ndim != 2 or f.shape[1] != 3 or not np.issubdtype(f.dtype, np.integer):
+        raise ValueError(f"faces must be an integer (F, 3) array of triangles, got {f.dtype} {f.shape}")
+    if f.min() < 0 or f.max() >= len(v):
+        raise ValueError(f"face indices must lie in [0, {len(v) - 1}], found {f.min()}..{f.max()}")
+    if _triangle_areas(v, f).sum() <= 1e-12 * max(_bbox_diagonal(v), 1e-300) ** 2:
+        raise ValueError("the mesh has no area (all faces are degenerate)")
+    return v, f.astype(np.int64)
+
+
+def is_closed(faces: np.ndarray) -> bool:
+    """Every edge is shared by exactly two triangles."""
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    return bool((counts == 2).all())
+
+
+def mass_properties(vertices: np.ndarray, faces: np.ndarray, mass: float) -> MassProperties:
+    """Exact moments of a uniform solid (closed mesh with volume) or uniform shell (otherwise).
+
+    Solid, divergence theorem over tetrahedra (o, a, b, c) with signed volume V_t = det(a, b, c) / 6:
+        int x dV = V_t s / 4,   int x x^T dV = V_t / 20 (sum_k v_k v_k^T + s s^T),   s = a + b + c.
+    Shell, per triangle of area A:
+        int x dA = A s / 3,     int x x^T dA = A / 12 (sum_k v_k v_k^T + s s^T).
+    """
+    if not (np.isfinite(mass) and mass > 0):
+        raise ValueError(f"mass must be a positive number of kilograms, got {mass}")
+    origin = vertices.mean(axis=0)  # moments about a nearby point keep cancellation small
+    a, b, c = (vertices[faces[:, k]] - origin for k in range(3))
+    s = a + b + c
+    outer = np.einsum("fi,fj->fij", a, a) + np.einsum("fi,fj->fij", b, b) + np.einsum("fi,fj->fij", c, c)
+    outer += np.einsum("fi,fj->fij", s, s)
+    solid = False
+    if is_closed(faces):
+        signed = np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0
+        volume = signed.sum()
+        if abs(volume) > _FLAT_VOLUME * _bbox_diagonal(vertices) ** 3:
+            solid = True
+            measure = volume
+            first = (signed[:, None] * s).sum(0) / 4.0
+            second = (signed[:, None, None] * outer).sum(0) / 20.0
+    if not solid:
+        area = _triangle_areas(vertices, faces)
+        measure = area.sum()
+        first = (area[:, None] * s).sum(0) / 3.0
+        second = (area[:, None, None] * outer).sum(0) / 12.0
+    density = mass / measure
+    center_local = first / measure
+    second_moment = density * second - mass * np.outer(center_local, center_local)
+    second_moment = 0.5 * (second_moment + second_moment.T)
+    return MassProperties(float(mass), origin + center_local, second_moment, solid)
+
+
+def principal_points(props: MassProperties) -> tuple[np.ndarray, np.ndarray]:
+    """Six equal point masses at c +- a_k u_k with exactly the body's mass, centre and second moment.
+
+    With S = U diag(s) U^T, two masses m/6 at distance a_k along u_k give second moment m a_k^2 / 3,
+    so a_k = sqrt(3 s_k / m). Kinetic energy and gravity of a rigid body depend on nothing else.
+    """
+    s, u = np.linalg.eigh(props.second_moment)
+    reach = np.sqrt(3.0 * np.clip(s, 0.0, None) / props.mass)
+    offsets = (u * reach).T  # row k is a_k u_k
+    points = props.center + np.concatenate([offsets, -offsets])
+    return points, np.full(6, props.mass / 6.0)
+
+
+def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 256) -> np.ndarray:
+    """Vertex indices that can touch a collider first: convex-hull extremes, then spread surface points.
+
+    Extremes along well-spread directions are hull vertices (what a rigid body rests on); farthest-point
+    samples fill the rest so concave regions and later deformations are represented too.
+    """
+    _, first_index = np.unique(np.round(vertices, 9), axis=0, return_index=True)
+    candidates = first_index[np.argsort(first_index)]
+    points = vertices[candidates]
+    chosen = list(dict.fromkeys(np.argmax(points @ fibonacci_sphere(directions).T, axis=0).tolist()))
+    chosen = chosen[:count]
+    distance = np.full(len(points), np.inf)
+    for index in chosen:
+        distance = np.minimum(distance, np.linalg.norm(points - points[index], axis=1))
+    while len(chosen) < min(count, len(points)):
+        far = int(np.argmax(distance))
+        chosen.append(far)
+        distance = np.minimum(distance, np.linalg.norm(points - points[far], axis=1))
+    return candidates[np.array(chosen, dtype=np.int64)]
+
+
+def fibonacci_sphere(n: int) -> np.ndarray:
+    """n nearly uniform unit vectors (golden-angle spiral)."""
+    k = np.arange(n) + 0.5
+    z = 1 - 2 * k / n
+    r = np.sqrt(1 - z * z)
+    phi = np.pi * (3 - np.sqrt(5)) * k
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+
+
+def _triangle_areas(vertices, faces):
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+
+
+def _bbox_diagonal(vertices):
+    return float(np.linalg.norm(vertices.max(0) - vertices.min(0)))

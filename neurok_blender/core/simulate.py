@@ -1,0 +1,86 @@
+"""The public entry point: a mesh and Conditions in, world-space frames out."""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .conditions import Conditions
+from .dynamics import Environment, LagrangianSystem
+from .initial import fit_initial_state
+from .mesh import check_mesh, contact_samples
+from .rigid import RigidBodyMap
+from .rollout import rollout
+
+DTYPE = torch.float64
+
+
+@dataclass
+class SimulationResult:
+    positions: np.ndarray  # (frames, V, 3) float32, world space
+    times: np.ndarray  # (frames,) s
+    coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
+    energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
+    substeps: int
+
+
+def simulate(vertices, faces, conditions: Conditions | None = None,
+             progress: Callable[[int, int], bool | None] | None = None) -> SimulationResult:
+    """Simulate one mesh, given in world space at t = 0, under ``conditions``.
+
+    Raises ValueError for bad input, SimulationError if the rollout goes non-finite and
+    SimulationCancelled if ``progress`` returns False.
+    """
+    conditions = conditions or Conditions()
+    v, f = check_mesh(vertices, faces)
+    conditions.check(len(v))
+    kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
+    system = LagrangianSystem(kmap, environment(conditions, v, kmap))
+
+    center = torch.as_tensor(props.center, dtype=DTYPE)
+    points = kmap.mass_points
+    omega = torch.as_tensor(conditions.angular_velocity, dtype=DTYPE)
+    velocities = torch.as_tensor(conditions.velocity, dtype=DTYPE) + torch.cross(omega.expand_as(points), points - center, dim=-1)
+    q0, q_dot0 = fit_initial_state(kmap, points, points, velocities, kmap.masses)
+
+    trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
+                         output_points=torch.as_tensor(v, dtype=DTYPE)[None], substeps=conditions.substeps,
+                         progress=progress)
+    return SimulationResult(
+        positions=trajectory.points[:, 0],
+        times=trajectory.times,
+        coordinates=trajectory.coordinates[:, 0],
+        energy={k: e[:, 0] for k, e in trajectory.energy.items()},
+        substeps=conditions.substeps or 0,
+    )
+
+
+def environment(conditions: Conditions, vertices: np.ndarray, kmap) -> Environment:
+    """Turn Conditions into the engine's batched tensors for one body."""
+    contact = vertices[contact_samples(vertices)]
+    load_points, load_vectors, load_windows = [], [], []
+    for force in conditions.forces:
+        pts = np.atleast_2d(force.point) if force.point is not None else vertices[np.asarray(force.vertices)]
+        share = np.asarray(force.vector, dtype=np.float64) / len(pts)
+        for p in pts:
+            load_points.append(p)
+            load_vectors.append(share)
+            load_windows.append((force.start_frame / conditions.fps, force.end_frame / conditions.fps))
+
+    def tensor(rows, width):
+        return torch.as_tensor(np.asarray(rows, dtype=np.float64).reshape(1, -1, width), dtype=DTYPE)
+
+    ground = None if conditions.ground_height is None else torch.tensor([conditions.ground_height], dtype=DTYPE)
+    return Environment(
+        gravity=torch.as_tensor(conditions.gravity, dtype=DTYPE),
+        ground_height=ground,
+        friction=conditions.friction,
+        restitution=conditions.restitution,
+        drag=conditions.drag,
+        contact_points=tensor(contact, 3),
+        contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),
+        load_points=tensor(load_points, 3),
+        load_vectors=tensor(load_vectors, 3),
+        load_windows=tensor(load_windows, 2),
+    )

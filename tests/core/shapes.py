@@ -1,0 +1,53 @@
+"""Meshes and kinematic maps with known answers, shared by the core tests."""
+
+import numpy as np
+import torch
+
+from neurok_blender.core import KinematicMap
+
+BOX_FACES = np.array(
+    [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+     [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+)
+
+
+def box(size=(1.0, 1.0, 1.0), corner=(0.0, 0.0, 0.0)):
+    """Closed, outward-facing box with its lowest corner at ``corner``."""
+    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.float64)
+    return v * np.asarray(size) + np.asarray(corner), BOX_FACES.copy()
+
+
+class PendulumMap(KinematicMap):
+    """One point mass on a massless rod of length L about a pivot at the origin; q = angle from down.
+
+    Uses the base class's generic forward-mode derivatives on purpose.
+    """
+
+    def __init__(self, length=1.0, mass=1.0):
+        self.length = length
+        self.mass_points = torch.tensor([[[0.0, 0.0, -length]]], dtype=torch.float64)
+        self.masses = torch.tensor([[mass]], dtype=torch.float64)
+        self.rigid_dofs = torch.tensor([False])
+
+    def embed(self, q, points):
+        c, s = torch.cos(q[:, 0]), torch.sin(q[:, 0])
+        zero, one = torch.zeros_like(c), torch.ones_like(c)
+        rot = torch.stack([torch.stack([c, zero, -s], -1), torch.stack([zero, one, zero], -1),
+                           torch.stack([s, zero, c], -1)], -2)
+        return points @ rot.transpose(1, 2)
+
+
+class SpringMap(KinematicMap):
+    """A point mass sliding along x with the potential V = k s^2 / 2."""
+
+    def __init__(self, stiffness=4.0, mass=1.0):
+        self.stiffness = stiffness
+        self.mass_points = torch.zeros(1, 1, 3, dtype=torch.float64)
+        self.masses = torch.tensor([[mass]], dtype=torch.float64)
+        self.rigid_dofs = torch.tensor([False])
+
+    def embed(self, q, points):
+        return points + q[:, None, :1] * torch.tensor([1.0, 0.0, 0.0], dtype=q.dtype)
+
+    def potential(self, q):
+        return 0.5 * self.stiffness * q[:, 0] ** 2

@@ -1,0 +1,161 @@
+"""The engine against analytic mechanics (issue 2): exact numbers, not 'looks right'."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
+from neurok_blender.core.kinematics import KinematicMap
+from shapes import PendulumMap, SpringMap, box
+
+G = 9.81
+NO_GRAVITY = torch.zeros(3, dtype=torch.float64)
+DOWN = torch.tensor([0.0, 0.0, -G], dtype=torch.float64)
+
+
+def run(kmap, env, q0, q_dot0, frames, fps, method="leapfrog", substeps=4):
+    system = LagrangianSystem(kmap, env)
+    return rollout(system, q0, q_dot0, frames, fps, method, kmap.mass_points, substeps=substeps)
+
+
+def half_periods(t, y):
+    """Intervals between successive zero crossings of y, located by linear interpolation."""
+    i = np.nonzero(np.sign(y[:-1]) != np.sign(y[1:]))[0]
+    return np.diff(t[i] + (t[i + 1] - t[i]) * y[i] / (y[i] - y[i + 1]))
+
+
+def complete_elliptic_k(k):
+    """K(k) = pi / (2 AGM(1, sqrt(1 - k^2)))."""
+    a, b = 1.0, math.sqrt(1 - k * k)
+    for _ in range(40):  # converges quadratically; 40 rounds is far past float64
+        a, b = (a + b) / 2, math.sqrt(a * b)
+    return math.pi / (2 * a)
+
+
+@pytest.mark.parametrize("method", ["leapfrog", "rk4", "dopri5"])
+def test_free_fall_is_exact_before_contact(method):
+    v, f = box(corner=(0.0, 0.0, 10.0))
+    cond = Conditions(frames=25, velocity=(0.5, -1.0, 3.0), angular_velocity=(2.0, 1.0, -3.0), integrator=method)
+    result = simulate(v, f, cond)
+    center = v.mean(0)
+    for k in (6, 12, 24):
+        t = result.times[k]
+        expected = center + np.array(cond.velocity) * t + 0.5 * np.array(cond.gravity) * t * t
+        travelled = np.linalg.norm(expected - center)
+        assert np.linalg.norm(result.coordinates[k, :3] - expected) < 1e-6 * travelled
+        # the baked float32 vertices agree: a box's vertex centroid is its centre of mass
+        centroid = result.positions[k].astype(np.float64).mean(0)
+        assert np.linalg.norm(centroid - expected) < 1e-6 * np.linalg.norm(expected)
+
+
+@pytest.mark.parametrize("amplitude_deg", [1.0, 90.0])
+def test_pendulum_period(amplitude_deg):
+    length = 1.5
+    kmap = PendulumMap(length)
+    q0 = torch.tensor([[math.radians(amplitude_deg)]], dtype=torch.float64)
+    traj = run(kmap, Environment(gravity=DOWN), q0, torch.zeros_like(q0), frames=301, fps=60, substeps=1)
+    periods = 2 * half_periods(traj.times, traj.coordinates[:, 0, 0])
+    small = 2 * math.pi * math.sqrt(length / G)
+    k = math.sin(math.radians(amplitude_deg) / 2)
+    exact = 4 * math.sqrt(length / G) * complete_elliptic_k(k)
+    reference = small if amplitude_deg < 5 else exact
+    assert len(periods) >= 2
+    assert abs(periods.mean() / reference - 1) < 0.005
+    if amplitude_deg == 90:
+        assert exact / small > 1.17  # the large-angle period really is longer: the test tells them apart
+
+
+def test_quadratic_potential_gives_the_harmonic_period():
+    kmap = SpringMap(stiffness=7.0, mass=2.0)
+    q0 = torch.tensor([[0.3]], dtype=torch.float64)
+    traj = run(kmap, Environment(gravity=NO_GRAVITY), q0, torch.zeros_like(q0), frames=151, fps=30, substeps=1)
+    periods = 2 * half_periods(traj.times, traj.coordinates[:, 0, 0])
+    assert abs(periods.mean() / (2 * math.pi * math.sqrt(2.0 / 7.0)) - 1) < 0.005
+
+
+def tumbling_box():
+    v, f = box((0.4, 1.0, 2.0))
+    kmap, _ = RigidBodyMap.from_meshes([(v, f)], [3.0])
+    q0 = kmap.rest_coordinates()
+    q_dot0 = torch.tensor([[0.3, -0.2, 1.0, 1.0, 4.0, 0.5]], dtype=torch.float64)
+    return kmap, q0, q_dot0
+
+
+def angular_momentum(kmap, q, q_dot):
+    x, jac = kmap.jacobian(q, kmap.mass_points)
+    v = torch.einsum("bpik,bk->bpi", jac, q_dot)
+    return (kmap.masses[..., None] * torch.cross(x, v, dim=-1)).sum(1)
+
+
+def test_leapfrog_keeps_energy_over_1000_steps():
+    """Conservative runs (no damping, loads or contact): a box tumbling under gravity and a 90-degree
+    pendulum. Drift relative to the kinetic energy scale; the other integrators are in the benchmark."""
+    kmap, q0, q_dot0 = tumbling_box()
+    traj = run(kmap, Environment(gravity=DOWN), q0, q_dot0, frames=251, fps=50, substeps=4)
+    total, kinetic = traj.energy["total"][:, 0], traj.energy["kinetic"][:, 0]
+    assert np.abs(total - total[0]).max() / kinetic.max() < 1e-4
+
+    pend = PendulumMap(1.0)
+    q0 = torch.tensor([[math.pi / 2]], dtype=torch.float64)
+    traj = run(pend, Environment(gravity=DOWN), q0, torch.zeros_like(q0), frames=1001, fps=200, substeps=1)
+    total = traj.energy["total"][:, 0]
+    assert np.abs(total - total[0]).max() / (1.0 * G * 1.0) < 1e-4
+
+
+def test_torque_free_tumbling_conserves_angular_momentum():
+    kmap, q0, q_dot0 = tumbling_box()
+    system = LagrangianSystem(kmap, Environment(gravity=NO_GRAVITY))
+    start = angular_momentum(kmap, q0, q_dot0)
+    traj = rollout(system, q0, q_dot0, 51, 25, "leapfrog", kmap.mass_points, substeps=8)
+    q, q_dot = torch.as_tensor(traj.coordinates[-1]), torch.as_tensor(traj.velocities[-1])
+    end = angular_momentum(kmap, q, q_dot)  # the map's chart is the last frame's, as q is
+    assert torch.linalg.norm(end - start) / torch.linalg.norm(start) < 1e-4
+    # the body really tumbles: its spin axis moved (intermediate-axis rotation is not steady)
+    assert np.abs(np.diff(traj.velocities[:, 0, 3:], axis=0)).max() > 0.1
+
+
+def test_generalized_force_equals_virtual_work():
+    torch.manual_seed(0)
+    kmap, q0, _ = tumbling_box()
+    q = q0 + 0.3 * torch.randn_like(q0)
+    points = torch.randn(1, 7, 3, dtype=torch.float64)
+    forces = torch.randn(1, 7, 3, dtype=torch.float64)
+    _, jac = kmap.jacobian(q, points)
+    generalized = torch.einsum("bpik,bpi->bk", jac, forces)
+    for _ in range(3):
+        dq = torch.randn_like(q)
+        eps = 1e-6
+        work = ((kmap.embed(q + eps * dq, points) - kmap.embed(q - eps * dq, points)) * forces).sum() / (2 * eps)
+        assert abs(float((generalized * dq).sum()) - float(work)) < 1e-7 * float(forces.abs().sum())
+
+
+def test_closed_form_rigid_derivatives_match_forward_mode():
+    torch.manual_seed(1)
+    kmap, q0, _ = tumbling_box()
+    kmap.orientation = torch.linalg.qr(torch.randn(1, 3, 3, dtype=torch.float64))[0]
+    q = q0 + torch.randn_like(q0)
+    q_dot = torch.randn_like(q0)
+    points = torch.randn(1, 5, 3, dtype=torch.float64)
+    for closed, generic in zip(kmap.derivatives(q, q_dot, points), KinematicMap.derivatives(kmap, q, q_dot, points)):
+        torch.testing.assert_close(closed, generic, rtol=1e-12, atol=1e-12)
+
+
+def test_box_resting_on_the_ground_neither_sinks_nor_creeps():
+    v, f = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.0))
+    result = simulate(v, f, Conditions(frames=49, fps=24, ground_height=0.0, mass=5.0))
+    settled = result.positions[24:]
+    assert -settled[..., 2].min() < 1e-3  # penetration below 1 mm
+    creep = np.abs(settled[-1] - settled[0])
+    assert creep.max() < 1e-5
+
+
+def test_sliding_box_stops_at_the_coulomb_distance():
+    mu, speed = 0.4, 3.0
+    v, f = box((0.5, 0.5, 0.5), (0.0, 0.0, 0.0))
+    result = simulate(v, f, Conditions(frames=49, fps=24, ground_height=0.0, velocity=(speed, 0, 0), friction=mu))
+    travelled = result.positions[-1, :, 0].mean() - result.positions[0, :, 0].mean()
+    expected = speed**2 / (2 * mu * G)
+    assert abs(travelled / expected - 1) < 0.05
+    assert abs(result.positions[-1, :, 0].mean() - result.positions[-5, :, 0].mean()) < 1e-4  # it has stopped
