@@ -12,14 +12,14 @@ CATEGORIES = ("rigid",)
 
 @dataclass
 class Force:
-    """A force in newtons on a material point of the body during frames [start_frame, end_frame).
+    """A force in newtons on the body during frames [start_frame, end_frame), world axes.
 
-    ``point`` is a world position at the first frame (the body point there is pushed and the force
-    follows it); ``vertices`` spreads the force evenly over those mesh vertices instead.
+    ``point`` is a world position at frame 0, or several (k, 3) sharing the force evenly: the body
+    points there are pushed and the force follows them. ``vertices`` spreads it over mesh vertices.
     """
 
     vector: tuple[float, float, float]
-    point: tuple[float, float, float] | None = None
+    point: tuple[float, float, float] | np.ndarray | None = None
     vertices: list[int] | None = None
     start_frame: float = 0.0
     end_frame: float = 1.0
@@ -77,7 +77,9 @@ def _check_force(i, force, vertex_count):
     if (force.point is None) == (force.vertices is None):
         raise ValueError(f"{name}: give exactly one of point or vertices")
     if force.point is not None:
-        _vector(f"{name}.point", force.point)
+        points = np.atleast_2d(np.asarray(force.point, dtype=np.float64))
+        if points.ndim != 2 or points.shape[1] != 3 or len(points) == 0 or not np.isfinite(points).all():
+            raise ValueError(f"{name}.point must be 3 finite numbers or a (k, 3) array of them")
     else:
         idx = np.asarray(force.vertices)
         if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):

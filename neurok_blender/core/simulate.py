@@ -26,8 +26,11 @@ class SimulationResult:
 
 
 def simulate(vertices, faces, conditions: Conditions | None = None,
-             progress: Callable[[int, int], bool | None] | None = None) -> SimulationResult:
+             progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
     """Simulate one mesh, given in world space at t = 0, under ``conditions``.
+
+    ``positions`` follow the mesh vertices, or the material points ``points`` (P, 3) given at t = 0
+    (Blender moves the base mesh under its modifiers this way).
 
     Raises ValueError for bad input, SimulationError if the rollout goes non-finite and
     SimulationCancelled if ``progress`` returns False.
@@ -39,13 +42,13 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     system = LagrangianSystem(kmap, environment(conditions, v, kmap))
 
     center = torch.as_tensor(props.center, dtype=DTYPE)
-    points = kmap.mass_points
-    omega = torch.as_tensor(conditions.angular_velocity, dtype=DTYPE)
-    velocities = torch.as_tensor(conditions.velocity, dtype=DTYPE) + torch.cross(omega.expand_as(points), points - center, dim=-1)
-    q0, q_dot0 = fit_initial_state(kmap, points, points, velocities, kmap.masses)
+    mass_points = kmap.mass_points
+    omega = torch.as_tensor(conditions.angular_velocity, dtype=DTYPE).expand_as(mass_points)
+    velocities = torch.as_tensor(conditions.velocity, dtype=DTYPE) + torch.cross(omega, mass_points - center, dim=-1)
+    q0, q_dot0 = fit_initial_state(kmap, mass_points, mass_points, velocities, kmap.masses)
 
     trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
-                         output_points=torch.as_tensor(v, dtype=DTYPE)[None], substeps=conditions.substeps,
+                         output_points=_output_points(v if points is None else points), substeps=conditions.substeps,
                          progress=progress)
     return SimulationResult(
         positions=trajectory.points[:, 0],
@@ -54,6 +57,13 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
         energy={k: e[:, 0] for k, e in trajectory.energy.items()},
         substeps=conditions.substeps or 0,
     )
+
+
+def _output_points(points):
+    p = np.asarray(points, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] != 3 or not np.isfinite(p).all():
+        raise ValueError(f"points must be a finite (P, 3) array, got shape {p.shape}")
+    return torch.as_tensor(p, dtype=DTYPE)[None]
 
 
 def environment(conditions: Conditions, vertices: np.ndarray, kmap) -> Environment:

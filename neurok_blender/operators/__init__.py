@@ -1,0 +1,7 @@
+"""Thin operators: each checks context, calls a plain function in ``api`` and reports."""
+
+from .clear import NEUROK_OT_clear
+from .forces import NEUROK_OT_force_add, NEUROK_OT_force_remove
+from .simulate import NEUROK_OT_simulate
+
+CLASSES = (NEUROK_OT_simulate, NEUROK_OT_clear, NEUROK_OT_force_add, NEUROK_OT_force_remove)

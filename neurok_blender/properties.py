@@ -1,0 +1,80 @@
+"""Per-object settings, ``obj.neurok``: what the sidebar shows and what a script sets."""
+
+import bpy
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
+
+# Identifiers match core.integrators.METHODS (a test checks it); spelled out here so that registering
+# the add-on does not import torch, which would slow every Blender start-up.
+INTEGRATORS = {
+    "leapfrog": "Symplectic Stoermer-Verlet: best long-run energy behaviour (default)",
+    "rk4": "Classic Runge-Kutta, 4th order, fixed step",
+    "midpoint": "Explicit midpoint, 2nd order, fixed step",
+    "heun3": "Heun, 3rd order, fixed step",
+    "euler": "Forward Euler, 1st order: for comparison only",
+    "dopri5": "Dormand-Prince 5(4), adaptive step",
+    "bosh3": "Bogacki-Shampine 3(2), adaptive step",
+    "dopri8": "Dormand-Prince 8, adaptive step",
+}
+
+
+class NeurokForce(bpy.types.PropertyGroup):
+    """A push on the body during a frame range, at an object's location or spread over a vertex group."""
+
+    vector: FloatVectorProperty(name="Force (N)", subtype="XYZ", size=3, default=(0.0, 0.0, 0.0),
+                                description="Force in newtons, world axes")
+    target: PointerProperty(name="Target", type=bpy.types.Object,
+                            description="Object whose location at the start frame is the application point "
+                                        "(the body point there is pushed and the force follows it)")
+    vertex_group: StringProperty(name="Vertex Group",
+                                 description="Spread the force evenly over this group's vertices "
+                                             "(used when no target object is set)")
+    frame_start: IntProperty(name="Start", default=1, description="First frame the force acts on")
+    frame_end: IntProperty(name="End", default=5, description="Frame at which the force stops")
+
+
+class NeurokSettings(bpy.types.PropertyGroup):
+    frame_start: IntProperty(name="Start", default=1, description="Frame that shows the initial state")
+    frame_end: IntProperty(name="End", default=96, description="Last simulated frame")
+    use_current_frame: BoolProperty(name="Start at Current Frame", default=False,
+                                    description="Start from the scene's current frame instead of Start")
+    velocity: FloatVectorProperty(name="Velocity", subtype="VELOCITY", unit="VELOCITY", size=3,
+                                  description="Initial linear velocity of the centre of mass, world axes (m/s)")
+    angular_velocity: FloatVectorProperty(name="Angular Velocity (rad/s)", subtype="XYZ", size=3,
+                                          description="Initial spin about the centre of mass, world axes (rad/s)")
+    mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=0.001, soft_max=1000.0, unit="MASS",
+                        description="Total mass; spread by volume for closed meshes, by area for open ones")
+    use_ground: BoolProperty(name="Ground", default=True, description="Collide with a horizontal ground plane")
+    ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH",
+                                 description="Height of the ground plane (world Z)")
+    friction: FloatProperty(name="Friction", default=0.5, min=0.0, soft_max=2.0,
+                            description="Coulomb friction coefficient against the ground")
+    restitution: FloatProperty(name="Bounciness", default=0.3, min=0.0, max=1.0,
+                               description="Fraction of the normal speed kept after hitting the ground")
+    drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
+                        description="Linear air drag per unit mass (1/s)")
+    integrator: EnumProperty(name="Integrator", default="leapfrog",
+                             items=[(k, k.capitalize(), v) for k, v in INTEGRATORS.items()],
+                             description="Time integration method")
+    substeps: IntProperty(name="Substeps", default=0, min=0, soft_max=200,
+                          description="Integration steps per frame; 0 picks them from the stiffest spring")
+    forces: CollectionProperty(type=NeurokForce)
+    active_force_index: IntProperty(name="Active Force", default=0)
+
+    # Bookkeeping of the last bake, so Clear removes exactly what Simulate made
+    is_baked: BoolProperty(name="Baked", default=False, options={"HIDDEN"})
+    bake_frame_start: IntProperty(options={"HIDDEN"})
+    bake_frame_end: IntProperty(options={"HIDDEN"})
+    bake_created_basis: BoolProperty(options={"HIDDEN"})
+    bake_created_action: BoolProperty(options={"HIDDEN"})
+
+
+CLASSES = (NeurokForce, NeurokSettings)
+
+
+def attach():
+    bpy.types.Object.neurok = PointerProperty(type=NeurokSettings)
+
+
+def detach():
+    del bpy.types.Object.neurok

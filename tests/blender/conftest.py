@@ -1,0 +1,40 @@
+import bpy
+import numpy as np
+import pytest
+
+import neurok_blender
+
+
+@pytest.fixture(scope="session", autouse=True)
+def addon():
+    neurok_blender.register()
+    yield
+    neurok_blender.unregister()
+
+
+@pytest.fixture(autouse=True)
+def empty_scene():
+    """Every test starts from an empty factory scene."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    yield
+
+
+def add_box(name="Box", size=1.0, location=(0.0, 0.0, 0.0)):
+    """A single-user cube mesh object, active and selected."""
+    bpy.ops.mesh.primitive_cube_add(size=size, location=location)
+    obj = bpy.context.active_object
+    obj.name = name
+    return obj
+
+
+def evaluated_vertices(obj, frame):
+    """World-space vertex positions that Blender shows at ``frame`` (sub-frames allowed)."""
+    scene = bpy.context.scene
+    scene.frame_set(int(frame), subframe=frame - int(frame))
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    evaluated.to_mesh_clear()
+    world = np.array(evaluated.matrix_world)
+    return co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
