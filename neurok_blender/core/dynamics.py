@@ -76,6 +76,7 @@ class LagrangianSystem:
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "stiffness_damping")}
         self.active_loads = torch.zeros_like(self.load_vectors)
+        self.step = math.inf  # length of the current step, set by set_interval
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.rest_stiffness = self._rest_stiffness()
 
@@ -106,13 +107,14 @@ class LagrangianSystem:
 
     # -- forces -------------------------------------------------------------------------------
     def set_interval(self, t0: float, t1: float):
-        """Switch point loads for the step [t0, t1] by its midpoint, so windows on frame bounds are exact."""
+        """Enter the step [t0, t1]: loads switch by its midpoint, so windows on frame bounds are exact."""
+        self.step = t1 - t0
         mid = 0.5 * (t0 + t1)
         on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
         self.active_loads = self.load_vectors * on[..., None]
 
     def forces(self, q, q_dot, s: State):
-        """Generalized forces split as (conservative, non-conservative, power of loads, dissipated power).
+        """Generalized forces split as (conservative, point loads, dissipative), each (B, n).
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
         friction, drag, Rayleigh damping. All act through J^T f of the points they act on.
@@ -132,17 +134,17 @@ class LagrangianSystem:
             spring, resist = self._ground(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc])
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
-        load_power = (loads * q_dot).sum(-1)
-        dissipated_power = -(dissipative * q_dot).sum(-1)
-        return conservative, loads + dissipative, load_power, dissipated_power
+        return conservative, loads, dissipative
 
     def _ground(self, x, v):
         """Penalty contact with the plane z = h: spring k d, damper c v_n, regularized Coulomb friction.
 
         Per point k_i = k w_i (w_i its mass share), c_i = 2 zeta sqrt(k) w_i with the damping ratio
         zeta = -ln e / sqrt(pi^2 + ln^2 e) that makes an impact keep the fraction e of its speed.
-        The normal force never pulls (it is clipped at zero); friction is
-        f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2).
+        The normal force never pulls (it is clipped at zero). Friction is regularized Coulomb,
+        f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2), capped at w_i |v_t| / h, the force that stops the
+        point's slip within one step h: without the cap an impact's normal spike makes friction a
+        stiff damper that explicit steps overshoot, inventing dissipation.
         """
         env = self.env
         w = self.contact_mass
@@ -157,7 +159,8 @@ class LagrangianSystem:
         v_t = v.clone()
         v_t[..., 2] = 0
         slip = torch.sqrt((v_t * v_t).sum(-1) + env.friction_regularization**2)
-        friction = -self.per_body["friction"][:, None, None] * normal[..., None] * v_t / slip[..., None]
+        coulomb = self.per_body["friction"][:, None] * normal / slip
+        friction = -torch.minimum(coulomb, w / self.step)[..., None] * v_t
         up = torch.zeros_like(x)
         up[..., 2] = 1
         spring = spring_n[..., None] * up
@@ -190,9 +193,9 @@ class LagrangianSystem:
     def acceleration(self, q, q_dot):
         """q_ddot from M q_ddot = Q - J^T m d2x, and the powers of loads and of dissipation."""
         s = self.state(q, q_dot)
-        conservative, other, load_power, dissipated_power = self.forces(q, q_dot, s)
-        q_ddot = self.solve(s.mass_matrix, conservative + other - s.quadratic)
-        return q_ddot, load_power, dissipated_power
+        conservative, loads, dissipative = self.forces(q, q_dot, s)
+        q_ddot = self.solve(s.mass_matrix, conservative + loads + dissipative - s.quadratic)
+        return q_ddot, (loads * q_dot).sum(-1), -(dissipative * q_dot).sum(-1)
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic, internal potential, gravity potential and contact spring energy per body (J)."""

@@ -51,12 +51,13 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
         p_n+1  = p_half + h/2 (dT/dq(q_n+1, M_n+1^-1 p_half) + Q_c(q_n+1) + Q_n+1)
 
     Symplectic and time-reversible for the conservative part Q_c; non-conservative forces Q (loads,
-    damping, friction) enter each half kick explicitly, at the velocity known at that point.
+    damping, friction) enter each half kick explicitly, at the velocity known at that point. Their
+    work in each kick is Q . (mean velocity across the kick).
     """
     s0 = system.state(q, q_dot)
-    cons0, other0, load0, diss0 = system.forces(q, q_dot, s0)
+    cons0, loads0, diss0 = system.forces(q, q_dot, s0)
     p = (s0.mass_matrix @ q_dot[..., None])[..., 0]
-    kick0 = p + 0.5 * h * (cons0 + other0)
+    kick0 = p + 0.5 * h * (cons0 + loads0 + diss0)
 
     p_half = kick0 + 0.5 * h * s0.dT_dq
     for _ in range(FIXED_POINT_ITERATIONS):
@@ -76,13 +77,16 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
         if done:
             break
 
-    m1 = system.mass_matrix(q_new)
-    v1 = system.solve(m1, p_half)
+    v1 = system.solve(system.mass_matrix(q_new), p_half)
     s1 = system.state(q_new, v1)
-    cons1, other1, load1, diss1 = system.forces(q_new, v1, s1)
-    p_new = p_half + 0.5 * h * (s1.dT_dq + cons1 + other1)
+    cons1, loads1, diss1 = system.forces(q_new, v1, s1)
+    p_new = p_half + 0.5 * h * (s1.dT_dq + cons1 + loads1 + diss1)
     q_dot_new = system.solve(s1.mass_matrix, p_new)
-    return q_new, q_dot_new, 0.5 * h * (load0 + load1), 0.5 * h * (diss0 + diss1)
+
+    def work(force0, force1):
+        return 0.25 * h * ((force0 * (q_dot + v_half)).sum(-1) + (force1 * (v1 + q_dot_new)).sum(-1))
+
+    return q_new, q_dot_new, work(loads0, loads1), -work(diss0, diss1)
 
 
 def _converged(new, old):

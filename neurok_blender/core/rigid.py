@@ -48,11 +48,18 @@ class RigidBodyMap(KinematicMap):
         rot, rot_k, rot_dot, rot_dot_k = exp_so3_derivatives(q[:, 3:], q_dot[:, 3:])
         ref = self.orientation
         r = points - self.centers[:, None, :]
-        x = q[:, None, :3] + torch.einsum("bij,bjl,bpl->bpi", ref, rot, r)
-        v = q_dot[:, None, :3] + torch.einsum("bij,bjl,bpl->bpi", ref, rot_dot, r)
+
+        def apply(matrix):  # (B, 3, 3) -> R_ref M r as (B, P, 3)
+            return r @ (ref @ matrix).transpose(1, 2)
+
+        def apply_each(matrices):  # (B, 3, 3, k) -> R_ref M_k r as (B, P, 3, k)
+            return (r[:, None] @ (ref[:, None] @ matrices.permute(0, 3, 1, 2)).transpose(2, 3)).permute(0, 2, 3, 1)
+
         eye = torch.eye(3, dtype=q.dtype).expand(*r.shape[:2], 3, 3)
-        jac = torch.cat([eye, torch.einsum("bij,bjlk,bpl->bpik", ref, rot_k, r)], -1)
-        hess = torch.cat([torch.zeros_like(eye), torch.einsum("bij,bjlk,bpl->bpik", ref, rot_dot_k, r)], -1)
+        x = q[:, None, :3] + apply(rot)
+        v = q_dot[:, None, :3] + apply(rot_dot)
+        jac = torch.cat([eye, apply_each(rot_k)], -1)
+        hess = torch.cat([torch.zeros_like(eye), apply_each(rot_dot_k)], -1)
         return x, v, jac, hess
 
     def recenter(self, q, q_dot):

@@ -33,61 +33,77 @@ def vee(m: torch.Tensor) -> torch.Tensor:
     )
 
 
-def _series(coefficients, t2, derivative=0):
-    """d^k/dt2^k of sum c_n t2^n by Horner's rule."""
-    c = coefficients
-    for _ in range(derivative):
-        c = [n * c[n] for n in range(1, len(c))]
-    out = torch.full_like(t2, c[-1])
-    for coefficient in reversed(c[:-1]):
-        out = out * t2 + coefficient
-    return out
+def _derived(c):
+    return [n * c[n] for n in range(1, len(c))] + [0.0]
+
+
+# Rows: A, A', A'', B, B', B'' (derivatives in t2) as power-series coefficients of t2^n.
+_SERIES = torch.tensor([_A, _derived(_A), _derived(_derived(_A)), _B, _derived(_B), _derived(_derived(_B))],
+                       dtype=torch.float64)
+
+
+def _coefficients(t2):
+    """A, A', A'', B, B', B'' at t2 (...,), each shaped like t2: one matrix product over the powers."""
+    powers = t2[..., None] ** torch.arange(_TERMS, dtype=t2.dtype)
+    return (powers @ _SERIES.to(t2.dtype).T).unbind(-1)
 
 
 def exp_so3(theta: torch.Tensor) -> torch.Tensor:
     """R = exp([theta]x) for theta of shape (..., 3)."""
-    t2 = (theta * theta).sum(-1)[..., None, None]
+    a, _, _, b, _, _ = (c[..., None, None] for c in _coefficients((theta * theta).sum(-1)))
     k = hat(theta)
     eye = torch.eye(3, dtype=theta.dtype, device=theta.device)
-    return eye + _series(_A, t2) * k + _series(_B, t2) * (k @ k)
+    return eye + a * k + b * (k @ k)
 
 
 def exp_so3_derivatives(theta: torch.Tensor, theta_dot: torch.Tensor):
     """R, dR/dtheta_k, Rdot = sum_k theta_dot_k dR/dtheta_k and d(Rdot)/dtheta_k, for theta (B, 3).
 
     Differentiating R = I + A K + B K^2 with dK/dtheta_k = L_k = [e_k]x and dt2/dtheta_k = 2 theta_k:
-        R_k     = 2 theta_k (A' K + B' K^2) + A L_k + B (L_k K + K L_k)
-        Rdot    = 2 s (A' K + B' K^2) + A Kd + B (Kd K + K Kd),        s = theta . theta_dot, Kd = [theta_dot]x
-        Rdot_k  = 2 theta_dot_k (A' K + B' K^2) + 2 s (2 theta_k (A'' K + B'' K^2) + A' L_k + B' (L_k K + K L_k))
-                  + 2 theta_k (A' Kd + B' (Kd K + K Kd)) + B (Kd L_k + L_k Kd)
+        R_k     = 2 theta_k (A' K + B' K^2) + A L_k + B {L_k, K}
+        Rdot    = 2 s (A' K + B' K^2) + A Kd + B {Kd, K},                  s = theta . theta_dot, Kd = [theta_dot]x
+        Rdot_k  = 2 theta_dot_k (A' K + B' K^2) + 2 s (2 theta_k (A'' K + B'' K^2) + A' L_k + B' {L_k, K})
+                  + 2 theta_k (A' Kd + B' {Kd, K}) + B {Kd, L_k}
+    with {[a]x, [b]x} = a b^T + b a^T - 2 (a . b) I, and K^2 = theta theta^T - t2 I.
     Shapes: R and Rdot (B, 3, 3); R_k and Rdot_k (B, 3, 3, 3) with k last.
     """
-    t2 = (theta * theta).sum(-1)[:, None, None, None]
-    a, a1, a2 = (_series(_A, t2, d) for d in range(3))
-    b, b1, b2 = (_series(_B, t2, d) for d in range(3))
-    k = hat(theta)[..., None]  # (B, 3, 3, 1)
+    eye = torch.eye(3, dtype=theta.dtype)
+    a, a1, a2, b, b1, b2 = (c[:, None, None, None] for c in _coefficients((theta * theta).sum(-1)))
+    s = (theta * theta_dot).sum(-1)[:, None, None, None]
+    k = hat(theta)[..., None]  # (B, 3, 3, 1): broadcasts against the k axis
     kd = hat(theta_dot)[..., None]
-    gen = hat(torch.eye(3, dtype=theta.dtype)).permute(1, 2, 0)[None]  # (1, 3, 3, 3): L_k at [..., k]
-    kk = torch.einsum("bijx,bjlx->bilx", k, k)
-    k_l = torch.einsum("bijx,xjlk->bilk", k, gen) + torch.einsum("xijk,bjlx->bilk", gen, k)  # L_k K + K L_k
-    kd_k = torch.einsum("bijx,bjlx->bilx", kd, k) + torch.einsum("bijx,bjlx->bilx", k, kd)  # Kd K + K Kd
-    kd_l = torch.einsum("bijx,xjlk->bilk", kd, gen) + torch.einsum("xijk,bjlx->bilk", gen, kd)  # Kd L_k + L_k Kd
+    generators = hat(eye).permute(1, 2, 0)[None]  # (1, 3, 3, 3): L_k at [..., k]
+    kk = _anticommutator(theta, theta)[..., None] / 2
+    k_l = _anticommutator_basis(theta)
+    kd_k = _anticommutator(theta, theta_dot)[..., None]
+    kd_l = _anticommutator_basis(theta_dot)
     th = theta[:, None, None, :]
     thd = theta_dot[:, None, None, :]
-    s = (theta * theta_dot).sum(-1)[:, None, None, None]
-    eye = torch.eye(3, dtype=theta.dtype)[None, :, :, None]
 
-    rot = eye + a * k + b * kk
     first = a1 * k + b1 * kk
-    rot_k = 2 * th * first + a * gen + b * k_l
+    rot = eye[..., None] + a * k + b * kk
+    rot_k = 2 * th * first + a * generators + b * k_l
     rot_dot = 2 * s * first + a * kd + b * kd_k
     rot_dot_k = (
         2 * thd * first
-        + 2 * s * (2 * th * (a2 * k + b2 * kk) + a1 * gen + b1 * k_l)
+        + 2 * s * (2 * th * (a2 * k + b2 * kk) + a1 * generators + b1 * k_l)
         + 2 * th * (a1 * kd + b1 * kd_k)
         + b * kd_l
     )
     return rot[..., 0], rot_k, rot_dot[..., 0], rot_dot_k
+
+
+def _anticommutator(a, b):
+    """[a]x [b]x + [b]x [a]x = a b^T + b a^T - 2 (a . b) I, for a, b (B, 3)."""
+    outer = a[:, :, None] * b[:, None, :]
+    return outer + outer.transpose(1, 2) - 2 * (a * b).sum(-1)[:, None, None] * torch.eye(3, dtype=a.dtype)
+
+
+def _anticommutator_basis(a):
+    """{[a]x, L_k} for k = 0, 1, 2 along the last axis: a_i d_lk + d_ik a_l - 2 a_k d_il."""
+    eye = torch.eye(3, dtype=a.dtype)
+    return (a[:, :, None, None] * eye[None, None] + eye[None, :, None, :] * a[:, None, :, None]
+            - 2 * eye[None, :, :, None] * a[:, None, None, :])
 
 
 def body_angular_velocity(theta: torch.Tensor, theta_dot: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,151 @@
+"""The demo: a scene built headless, two objects thrown onto the ground, simulated, baked, rendered.
+
+    python -m tools.demo [OUTPUT_DIR]        (./run demo does this after setting up)
+
+Writes OUTPUT_DIR/frames/*.png (Cycles, CPU), OUTPUT_DIR/contact_sheet.png and OUTPUT_DIR/demo.blend,
+which plays back in any Blender without the add-on.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+from tools.build_extension import isolate_user_folders
+
+FRAMES = (1, 72)
+RENDER_EVERY = 3
+SHEET_FRAMES = (1, 10, 16, 22, 31, 43, 55, 72)
+
+
+def build_scene():
+    import bpy
+    from mathutils import Vector
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = 24
+    scene.frame_start, scene.frame_end = FRAMES
+
+    bpy.ops.mesh.primitive_plane_add(size=30.0)
+    ground = bpy.context.active_object
+    ground.name = "Ground"
+    ground.data.materials.append(_material("Ground", (0.55, 0.56, 0.58, 1.0), 0.6))
+
+    bpy.ops.mesh.primitive_monkey_add(size=1.0, location=(-3.0, -0.8, 1.6), rotation=(0.3, 0.0, 0.4))
+    monkey = bpy.context.active_object
+    monkey.name = "Suzanne"
+    monkey.modifiers.new("Subdivision", "SUBSURF").levels = 1
+    bpy.ops.object.shade_smooth()
+    monkey.data.materials.append(_material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
+    s = monkey.neurok
+    s.velocity, s.angular_velocity, s.mass, s.restitution = (4.0, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
+
+    bpy.ops.mesh.primitive_cube_add(size=0.8, location=(3.0, 1.4, 2.2), rotation=(0.5, 0.2, 0.0))
+    crate = bpy.context.active_object
+    crate.name = "Crate"
+    crate.data.materials.append(_material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
+    s = crate.neurok
+    s.velocity, s.angular_velocity, s.mass, s.friction = (-3.5, -0.5, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
+
+    bpy.ops.object.camera_add(location=(0.0, -10.5, 4.2))
+    camera = bpy.context.active_object
+    camera.rotation_euler = (Vector((0.0, 0.3, 0.5)) - camera.location).to_track_quat("-Z", "Y").to_euler()
+    camera.data.lens = 35
+    scene.camera = camera
+    bpy.ops.object.light_add(type="SUN", rotation=(0.7, 0.2, 0.6))
+    bpy.context.active_object.data.energy = 3.5
+    world = bpy.data.worlds.new("World")
+    world.color = (0.6, 0.7, 0.85)
+    scene.world = world
+    return [monkey, crate]
+
+
+def render(scene, output: Path):
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = 24
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y = 480, 270
+    scene.render.image_settings.file_format = "PNG"
+    frames = sorted(set(range(FRAMES[0], FRAMES[1] + 1, RENDER_EVERY)) | set(SHEET_FRAMES))
+    paths = {}
+    for i, frame in enumerate(frames, 1):
+        scene.frame_set(frame)
+        scene.render.filepath = str(output / "frames" / f"frame_{frame:04d}.png")
+        bpy_render()
+        paths[frame] = Path(scene.render.filepath)
+        print(f"rendered frame {frame} ({i}/{len(frames)})", flush=True)
+    return paths
+
+
+def bpy_render():
+    import bpy
+
+    bpy.ops.render.render(write_still=True)
+
+
+def contact_sheet(paths: list[Path], destination: Path, columns=4):
+    """Tile rendered frames into one PNG with Blender's own image API (no imaging library needed)."""
+    import bpy
+    import numpy as np
+
+    tiles = []
+    for path in paths:
+        image = bpy.data.images.load(str(path))
+        pixels = np.empty(image.size[0] * image.size[1] * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        tiles.append(pixels.reshape(image.size[1], image.size[0], 4))
+        bpy.data.images.remove(image)
+    h, w, _ = tiles[0].shape
+    rows = -(-len(tiles) // columns)
+    sheet = np.ones((rows * h, columns * w, 4), dtype=np.float32)
+    for i, tile in enumerate(tiles):
+        r = rows - 1 - i // columns  # Blender images start at the bottom row
+        sheet[r * h:(r + 1) * h, (i % columns) * w:(i % columns + 1) * w] = tile
+    image = bpy.data.images.new("contact_sheet", columns * w, rows * h, alpha=True)
+    image.pixels.foreach_set(sheet.ravel())
+    image.filepath_raw = str(destination)
+    image.file_format = "PNG"
+    image.save()
+
+
+def _material(name, color, roughness):
+    import bpy
+
+    material = bpy.data.materials.new(name)
+    material.use_nodes = True
+    shader = material.node_tree.nodes["Principled BSDF"]
+    shader.inputs["Base Color"].default_value = color
+    shader.inputs["Roughness"].default_value = roughness
+    return material
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", nargs="?", type=Path, default=Path("out/demo"))
+    output = parser.parse_args().output.resolve()
+    isolate_user_folders()
+    import bpy
+
+    import neurok_blender
+
+    neurok_blender.register()
+    began = time.perf_counter()
+    for obj in build_scene():
+        bpy.context.view_layer.objects.active = obj
+        obj.neurok.frame_start, obj.neurok.frame_end = FRAMES
+        if bpy.ops.neurok.simulate() != {"FINISHED"}:
+            raise SystemExit(f"simulating {obj.name} failed")
+    simulated = time.perf_counter() - began
+    output.mkdir(parents=True, exist_ok=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(output / "demo.blend"))
+    paths = render(bpy.context.scene, output)
+    contact_sheet([paths[f] for f in SHEET_FRAMES], output / "contact_sheet.png")
+    print(f"simulated in {simulated:.1f} s, rendered in {time.perf_counter() - began - simulated:.1f} s")
+    print(f"frames:        {output / 'frames'}")
+    print(f"contact sheet: {output / 'contact_sheet.png'}")
+    print(f"scene:         {output / 'demo.blend'}")
+
+
+if __name__ == "__main__":
+    main()
