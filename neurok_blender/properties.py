@@ -7,8 +7,8 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
 # Identifiers match core.integrators.METHODS (a test checks it); spelled out here so that registering
 # the add-on does not import torch, which would slow every Blender start-up.
 INTEGRATORS = {
-    "leapfrog": "Symplectic Stoermer-Verlet: best long-run energy behaviour (default)",
-    "rk4": "Classic Runge-Kutta, 4th order, fixed step",
+    "leapfrog": "Symplectic Stoermer-Verlet: energy error stays bounded over long conservative runs",
+    "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies (default)",
     "midpoint": "Explicit midpoint, 2nd order, fixed step",
     "heun3": "Heun, 3rd order, fixed step",
     "euler": "Forward Euler, 1st order: for comparison only",
@@ -53,7 +53,7 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                description="Fraction of the normal speed kept after hitting the ground")
     drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
                         description="Linear air drag per unit mass (1/s)")
-    integrator: EnumProperty(name="Integrator", default="leapfrog",
+    integrator: EnumProperty(name="Integrator", default="rk4",
                              items=[(k, k.capitalize(), v) for k, v in INTEGRATORS.items()],
                              description="Time integration method")
     substeps: IntProperty(name="Substeps", default=0, min=0, soft_max=200,

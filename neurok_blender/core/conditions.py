@@ -44,7 +44,7 @@ class Conditions:
     restitution: float = 0.3
     drag: float = 0.0
     category: str = "rigid"
-    integrator: str = "leapfrog"
+    integrator: str = "rk4"
     substeps: int | None = None
 
     def check(self, vertex_count: int) -> None:

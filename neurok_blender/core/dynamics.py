@@ -98,12 +98,14 @@ class LagrangianSystem:
         return torch.einsum("bpik,bpil->bkl", self.masses[..., None, None] * jm, jm)
 
     def solve(self, mass_matrix, rhs):
-        """M^-1 rhs by Cholesky with a small relative regularizer."""
+        """M^-1 rhs by Cholesky with a small relative regularizer; NaN where M is not positive definite
+        (a diverged state), which the rollout reports with its frame."""
         n = mass_matrix.shape[-1]
         scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
         reg = MASS_REGULARIZATION * scale[:, None, None] * torch.eye(n, dtype=mass_matrix.dtype)
-        chol = torch.linalg.cholesky(mass_matrix + reg)
-        return torch.cholesky_solve(rhs[..., None], chol)[..., 0]
+        chol, info = torch.linalg.cholesky_ex(mass_matrix + reg)
+        solution = torch.cholesky_solve(rhs[..., None], chol)[..., 0]
+        return torch.where((info == 0)[:, None], solution, torch.nan)
 
     # -- forces -------------------------------------------------------------------------------
     def set_interval(self, t0: float, t1: float):
@@ -218,9 +220,9 @@ class LagrangianSystem:
         omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
         if self.rest_stiffness is not None:
             q0 = self.map.rest_coordinates()
-            s = self.state(q0, torch.zeros_like(q0))
-            chol = torch.linalg.cholesky(s.mass_matrix + MASS_REGULARIZATION * torch.eye(q0.shape[1], dtype=q0.dtype))
-            inv_l = torch.linalg.inv(chol)
+            mass = self.mass_matrix(q0)
+            scale = mass.diagonal(dim1=-2, dim2=-1).mean(-1)[:, None, None]
+            inv_l = torch.linalg.inv(torch.linalg.cholesky(mass + MASS_REGULARIZATION * scale * torch.eye(q0.shape[1], dtype=q0.dtype)))
             sym = inv_l @ self.rest_stiffness @ inv_l.transpose(-1, -2)
             omega2 = max(omega2, float(torch.linalg.eigvalsh(sym).max()))
         return math.sqrt(omega2)

@@ -14,7 +14,7 @@ ADAPTIVE = ("dopri5", "bosh3", "dopri8")
 STRUCTURE_PRESERVING = ("leapfrog",)
 METHODS = STRUCTURE_PRESERVING + FIXED_STEP + ADAPTIVE
 
-FIXED_POINT_TOLERANCE = 1e-13  # relative; float64 round-off level
+FIXED_POINT_TOLERANCE = 1e-11  # relative change between iterations
 FIXED_POINT_ITERATIONS = 50
 
 

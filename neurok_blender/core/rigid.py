@@ -40,27 +40,34 @@ class RigidBodyMap(KinematicMap):
         return q[:, None, :3] + offsets @ self.rotation(q).transpose(1, 2)
 
     def jacobian(self, q, points):
-        x, _, jac, _ = self.derivatives(q, torch.zeros_like(q), points)
-        return x, jac
+        """Closed form: x = p + R_ref R r, J = [I | R_ref R_k r] with r = xbar - c."""
+        rot, rot_k = exp_so3_derivatives(q[:, 3:])
+        r = points - self.centers[:, None, :]
+        return q[:, None, :3] + self._apply(rot, r), torch.cat([self._translation_block(r), self._apply_each(rot_k, r)], -1)
 
     def derivatives(self, q, q_dot, points):
-        """Closed form: J = [I | R_ref R_k r], v = p_dot + R_ref Rdot r, H = [0 | R_ref Rdot_k r]."""
+        """Closed form: J as above, v = p_dot + R_ref Rdot r, H = [0 | R_ref Rdot_k r]."""
         rot, rot_k, rot_dot, rot_dot_k = exp_so3_derivatives(q[:, 3:], q_dot[:, 3:])
-        ref = self.orientation
         r = points - self.centers[:, None, :]
-
-        def apply(matrix):  # (B, 3, 3) -> R_ref M r as (B, P, 3)
-            return r @ (ref @ matrix).transpose(1, 2)
-
-        def apply_each(matrices):  # (B, 3, 3, k) -> R_ref M_k r as (B, P, 3, k)
-            return (r[:, None] @ (ref[:, None] @ matrices.permute(0, 3, 1, 2)).transpose(2, 3)).permute(0, 2, 3, 1)
-
-        eye = torch.eye(3, dtype=q.dtype).expand(*r.shape[:2], 3, 3)
-        x = q[:, None, :3] + apply(rot)
-        v = q_dot[:, None, :3] + apply(rot_dot)
-        jac = torch.cat([eye, apply_each(rot_k)], -1)
-        hess = torch.cat([torch.zeros_like(eye), apply_each(rot_dot_k)], -1)
+        eye = self._translation_block(r)
+        x = q[:, None, :3] + self._apply(rot, r)
+        v = q_dot[:, None, :3] + self._apply(rot_dot, r)
+        jac = torch.cat([eye, self._apply_each(rot_k, r)], -1)
+        hess = torch.cat([torch.zeros_like(eye), self._apply_each(rot_dot_k, r)], -1)
         return x, v, jac, hess
+
+    def _apply(self, matrix, r):
+        """(B, 3, 3) -> R_ref M r as (B, P, 3)."""
+        return r @ (self.orientation @ matrix).transpose(1, 2)
+
+    def _apply_each(self, matrices, r):
+        """(B, 3, 3, k) -> R_ref M_k r as (B, P, 3, k)."""
+        per_k = (self.orientation[:, None] @ matrices.permute(0, 3, 1, 2)).transpose(2, 3)
+        return (r[:, None] @ per_k).permute(0, 2, 3, 1)
+
+    @staticmethod
+    def _translation_block(r):
+        return torch.eye(3, dtype=r.dtype).expand(*r.shape[:2], 3, 3)
 
     def recenter(self, q, q_dot):
         """R_ref <- R_ref exp(theta), theta <- 0, theta_dot <- body angular velocity J_r(theta) theta_dot."""

@@ -10,8 +10,8 @@ import torch
 from .dynamics import LagrangianSystem
 from .integrators import ADAPTIVE, advance
 
-STEPS_PER_OSCILLATION = 2 * math.pi / 0.5  # omega h <= 0.5 for the stiffest spring
 MIN_SUBSTEPS = 4
+MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 
 
 class SimulationError(RuntimeError):
@@ -31,12 +31,13 @@ class Trajectory:
     energy: dict[str, np.ndarray]  # each (F, B)
 
 
-def choose_substeps(system: LagrangianSystem, fps: float, method: str) -> int:
-    """Enough steps per frame that the stiffest spring gets omega h <= 0.5 (adaptive methods pick their own)."""
+def choose_substeps(system: LagrangianSystem, fps: float, method: str, q_dot: torch.Tensor) -> int:
+    """Steps per frame: the stiffest spring gets omega h <= 0.5 (adaptive methods choose their own
+    steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
+    chart = math.ceil(system.map.chart_speed(q_dot) / (fps * MAX_CHART_DRIFT))
     if method in ADAPTIVE:
-        return 1
-    omega = system.max_frequency()
-    return max(MIN_SUBSTEPS, math.ceil(omega / (fps * 0.5)))
+        return max(1, chart)
+    return max(MIN_SUBSTEPS, chart, math.ceil(system.max_frequency() / (fps * 0.5)))
 
 
 def rollout(
@@ -54,7 +55,7 @@ def rollout(
 
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
-    substeps = substeps or choose_substeps(system, fps, method)
+    substeps = substeps or choose_substeps(system, fps, method, q_dot0)
     dt = 1.0 / fps
     h = dt / substeps
     q, q_dot = q0, q_dot0
@@ -70,14 +71,18 @@ def rollout(
 
     record()
     for frame in range(1, frames):
+        drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
         for sub in range(substeps):
             t0 = (frame - 1) * dt + sub * h
             system.set_interval(t0, t0 + h)
             q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
             work, dissipated = work + dw, dissipated + dd
-            q, q_dot = system.map.recenter(q, q_dot)
             if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
                 raise SimulationError(f"the simulation became non-finite between frames {frame - 1} and {frame}")
+            drift += system.map.chart_speed(q_dot) * h
+            if drift > MAX_CHART_DRIFT or sub == substeps - 1:
+                q, q_dot = system.map.recenter(q, q_dot)
+                drift = 0.0
         record()
         if progress is not None and progress(frame, frames - 1) is False:
             raise SimulationCancelled(f"cancelled at frame {frame} of {frames - 1}")

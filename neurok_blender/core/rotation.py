@@ -56,8 +56,9 @@ def exp_so3(theta: torch.Tensor) -> torch.Tensor:
     return eye + a * k + b * (k @ k)
 
 
-def exp_so3_derivatives(theta: torch.Tensor, theta_dot: torch.Tensor):
-    """R, dR/dtheta_k, Rdot = sum_k theta_dot_k dR/dtheta_k and d(Rdot)/dtheta_k, for theta (B, 3).
+def exp_so3_derivatives(theta: torch.Tensor, theta_dot: torch.Tensor | None = None):
+    """R, dR/dtheta_k, Rdot = sum_k theta_dot_k dR/dtheta_k and d(Rdot)/dtheta_k, for theta (B, 3);
+    only R and dR/dtheta_k when theta_dot is None.
 
     Differentiating R = I + A K + B K^2 with dK/dtheta_k = L_k = [e_k]x and dt2/dtheta_k = 2 theta_k:
         R_k     = 2 theta_k (A' K + B' K^2) + A L_k + B {L_k, K}
@@ -69,20 +70,23 @@ def exp_so3_derivatives(theta: torch.Tensor, theta_dot: torch.Tensor):
     """
     eye = torch.eye(3, dtype=theta.dtype)
     a, a1, a2, b, b1, b2 = (c[:, None, None, None] for c in _coefficients((theta * theta).sum(-1)))
-    s = (theta * theta_dot).sum(-1)[:, None, None, None]
     k = hat(theta)[..., None]  # (B, 3, 3, 1): broadcasts against the k axis
-    kd = hat(theta_dot)[..., None]
     generators = hat(eye).permute(1, 2, 0)[None]  # (1, 3, 3, 3): L_k at [..., k]
     kk = _anticommutator(theta, theta)[..., None] / 2
     k_l = _anticommutator_basis(theta)
-    kd_k = _anticommutator(theta, theta_dot)[..., None]
-    kd_l = _anticommutator_basis(theta_dot)
     th = theta[:, None, None, :]
-    thd = theta_dot[:, None, None, :]
 
     first = a1 * k + b1 * kk
     rot = eye[..., None] + a * k + b * kk
     rot_k = 2 * th * first + a * generators + b * k_l
+    if theta_dot is None:
+        return rot[..., 0], rot_k
+
+    s = (theta * theta_dot).sum(-1)[:, None, None, None]
+    kd = hat(theta_dot)[..., None]
+    kd_k = _anticommutator(theta, theta_dot)[..., None]
+    kd_l = _anticommutator_basis(theta_dot)
+    thd = theta_dot[:, None, None, :]
     rot_dot = 2 * s * first + a * kd + b * kd_k
     rot_dot_k = (
         2 * thd * first

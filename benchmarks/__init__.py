@@ -1,0 +1,1 @@
+"""Benchmarks: speed and accuracy tables, not tests. Each prints its tables and writes benchmarks/results/."""

@@ -1,0 +1,133 @@
+"""The engine on the rigid map: milliseconds per simulated frame and energy behaviour, by integrator.
+
+    .venv/bin/python -m benchmarks.rigid_engine
+
+Writes benchmarks/results/rigid_engine.json, rigid_engine.md and rigid_energy.png.
+"""
+
+import json
+import math
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
+
+RESULTS = Path(__file__).parent / "results"
+INTEGRATORS = ("leapfrog", "rk4", "midpoint", "dopri5")
+DOWN = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
+
+
+def box(size=(0.4, 1.0, 2.0)):
+    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.float64) * size
+    f = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                  [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    return v, f
+
+
+def uv_sphere(rings=50, segments=52):
+    """Closed UV sphere of radius 1: two poles and (rings - 1) x segments vertices (2550 by default)."""
+    theta = np.pi * np.arange(1, rings) / rings
+    phi = 2 * np.pi * np.arange(segments) / segments
+    ring = np.stack([np.outer(np.sin(theta), np.cos(phi)), np.outer(np.sin(theta), np.sin(phi)),
+                     np.repeat(np.cos(theta)[:, None], segments, 1)], -1).reshape(-1, 3)
+    v = np.concatenate([[[0, 0, 1]], ring, [[0, 0, -1]]])
+    grid = 1 + np.arange((rings - 1) * segments).reshape(rings - 1, segments)
+    right = np.roll(grid, -1, axis=1)
+    quads = [np.stack([grid[:-1], grid[1:], right[1:]], -1), np.stack([grid[:-1], right[1:], right[:-1]], -1)]
+    top = np.stack([np.zeros(segments, int), grid[0], right[0]], -1)
+    bottom = np.stack([np.full(segments, len(v) - 1), right[-1], grid[-1]], -1)
+    return v, np.concatenate([top, *[q.reshape(-1, 3) for q in quads], bottom])
+
+
+def speed_table():
+    """ms per simulated frame (24 fps), throw in the air and throw onto the ground."""
+    rows = []
+    scenes = {
+        "box in flight": (box(), dict(velocity=(1, 0, 3), angular_velocity=(1, 4, 0.5))),
+        "box onto ground": (box(), dict(velocity=(1, 0, 0), angular_velocity=(1, 4, 0.5), ground_height=-0.5)),
+        "UV sphere 2550 v onto ground": (uv_sphere(), dict(velocity=(1, 0, 0), angular_velocity=(0, 3, 0), ground_height=-1.5)),
+    }
+    for name, ((v, f), extra) in scenes.items():
+        for method in INTEGRATORS:
+            cond = Conditions(frames=49, fps=24, integrator=method, **extra)
+            began = time.perf_counter()
+            result = simulate(v, f, cond)
+            elapsed = time.perf_counter() - began
+            rows.append({"scene": name, "integrator": method, "ms_per_frame": 1000 * elapsed / 48,
+                         "energy_balance_J": float(abs(result.energy["balance"]).max()),
+                         "total_energy_J": float(abs(result.energy["total"][0]))})
+            print(f"{name:28s} {method:9s} {rows[-1]['ms_per_frame']:8.1f} ms/frame", flush=True)
+    return rows
+
+
+def drift_table(seconds=10.0, fps=48, substeps=2):
+    """Conservative runs: relative energy drift of a tumbling box under gravity, same step for all."""
+    rows, curves = [], {}
+    v, f = box()
+    for method in INTEGRATORS:
+        kmap, _ = RigidBodyMap.from_meshes([(v, f)], [3.0])
+        q_dot = torch.tensor([[0.3, -0.2, 1.0, 1.0, 4.0, 0.5]], dtype=torch.float64)
+        system = LagrangianSystem(kmap, Environment(gravity=DOWN))
+        frames = int(seconds * fps) + 1
+        began = time.perf_counter()
+        traj = rollout(system, kmap.rest_coordinates(), q_dot, frames, fps, method, kmap.mass_points, substeps=substeps)
+        elapsed = time.perf_counter() - began
+        total, kinetic = traj.energy["total"][:, 0], traj.energy["kinetic"][:, 0]
+        drift = (total - total[0]) / kinetic.max()
+        curves[method] = (traj.times, drift)
+        rows.append({"integrator": method, "steps": (frames - 1) * substeps, "seconds": seconds,
+                     "max_relative_drift": float(np.abs(drift).max()), "final_relative_drift": float(drift[-1]),
+                     "ms_per_frame": 1000 * elapsed / (frames - 1)})
+        print(f"drift {method:9s} max {rows[-1]['max_relative_drift']:.2e}", flush=True)
+    return rows, curves
+
+
+def plot(curves, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=110)
+    for method, (t, drift) in curves.items():
+        ax.semilogy(t, np.maximum(np.abs(drift), 1e-16), label=method, lw=1.2)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("|E(t) - E(0)| / max T")
+    ax.set_title("Energy drift, tumbling box under gravity, h = 1/96 s")
+    ax.legend(ncols=4, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def markdown(speed, drift):
+    lines = ["| scene | integrator | ms / frame | max energy balance error (J) | total energy (J) |",
+             "|---|---|---:|---:|---:|"]
+    lines += [f"| {r['scene']} | {r['integrator']} | {r['ms_per_frame']:.1f} | {r['energy_balance_J']:.2e} | "
+              f"{r['total_energy_J']:.2f} |" for r in speed]
+    lines += ["", "| integrator | steps | max relative drift | final relative drift | ms / frame |",
+              "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['integrator']} | {r['steps']} | {r['max_relative_drift']:.2e} | {r['final_relative_drift']:.2e} | "
+              f"{r['ms_per_frame']:.1f} |" for r in drift]
+    return "\n".join(lines)
+
+
+def main():
+    torch.set_num_threads(1)
+    RESULTS.mkdir(exist_ok=True)
+    speed = speed_table()
+    drift, curves = drift_table()
+    plot(curves, RESULTS / "rigid_energy.png")
+    machine = f"{platform.machine()}, {torch.get_num_threads()} torch thread(s), torch {torch.__version__}"
+    table = markdown(speed, drift)
+    print(table)
+    (RESULTS / "rigid_engine.md").write_text(f"Machine: {machine}\n\n{table}\n")
+    (RESULTS / "rigid_engine.json").write_text(json.dumps({"machine": machine, "speed": speed, "drift": drift}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The public simulate() API: shapes, bad input, forces, cancellation, divergence, batching."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurok_blender.core import (Conditions, Environment, Force, LagrangianSystem, RigidBodyMap,
+                                 SimulationCancelled, SimulationError, rollout, simulate)
+from shapes import box
+
+NO_GRAVITY = (0.0, 0.0, 0.0)
+
+
+def test_result_shapes_and_types():
+    v, f = box(corner=(0.0, 0.0, 1.0))
+    result = simulate(v, f, Conditions(frames=10, fps=30))
+    assert result.positions.shape == (10, 8, 3) and result.positions.dtype == np.float32
+    assert result.coordinates.shape == (10, 6)
+    np.testing.assert_allclose(result.times, np.arange(10) / 30)
+    np.testing.assert_allclose(result.positions[0], v, atol=1e-6)
+    assert set(result.energy) >= {"kinetic", "potential", "gravity", "contact", "load_work", "dissipated", "balance"}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(frames=1), "frames"),
+        (dict(fps=0.0), "fps"),
+        (dict(mass=-2.0), "mass"),
+        (dict(velocity=(1.0, np.nan, 0.0)), "velocity"),
+        (dict(gravity=(0.0, 0.0)), "gravity"),
+        (dict(restitution=1.5), "restitution"),
+        (dict(category="jelly"), "category"),
+        (dict(integrator="verlet2000"), "integrator"),
+        (dict(substeps=0), "substeps"),
+        (dict(forces=[Force((1.0, 0.0, 0.0))]), "exactly one of point or vertices"),
+        (dict(forces=[Force((1.0, 0.0, 0.0), vertices=[99])]), "vertices"),
+        (dict(forces=[Force((1.0, 0.0, 0.0), point=(0.0, 0.0, 0.0), start_frame=5, end_frame=5)]), "end_frame"),
+    ],
+)
+def test_bad_conditions_are_refused_with_the_field_named(change, message):
+    v, f = box()
+    with pytest.raises(ValueError, match=message):
+        simulate(v, f, Conditions(**change))
+
+
+def test_force_impulse_is_exact():
+    """F on the centre of mass for frames [2, 8): momentum changes by F * 6 / fps, position by its integral."""
+    v, f = box(corner=(0.0, 0.0, 0.0))
+    fps, mass, push = 24.0, 3.0, np.array([0.0, 4.5, 0.0])
+    force = Force(tuple(push), point=(0.5, 0.5, 0.5), start_frame=2, end_frame=8)
+    result = simulate(v, f, Conditions(frames=13, fps=fps, gravity=NO_GRAVITY, mass=mass, forces=[force]))
+    t0, t1, end = 2 / fps, 8 / fps, 12 / fps
+    a = push / mass
+    expected = 0.5 * a * (t1 - t0) ** 2 + a * (t1 - t0) * (end - t1)
+    np.testing.assert_allclose(result.coordinates[-1, :3] - result.coordinates[0, :3], expected, atol=1e-9)
+    np.testing.assert_allclose(result.coordinates[-1, 3:], 0.0, atol=1e-12)  # through the centre: no spin
+    assert abs(result.energy["load_work"][-1] - 0.5 * mass * np.sum((a * (t1 - t0)) ** 2)) < 1e-6
+
+
+def test_off_center_force_spins_and_vertex_forces_share_the_vector():
+    v, f = box()
+    top_corners = [i for i in range(8) if v[i, 2] > 0.5 and v[i, 0] > 0.5]
+    by_vertices = Force((0.0, 0.0, 6.0), vertices=top_corners, start_frame=0, end_frame=3)
+    by_points = Force((0.0, 0.0, 6.0), point=v[top_corners], start_frame=0, end_frame=3)
+    a = simulate(v, f, Conditions(frames=6, gravity=NO_GRAVITY, forces=[by_vertices]))
+    b = simulate(v, f, Conditions(frames=6, gravity=NO_GRAVITY, forces=[by_points]))
+    np.testing.assert_allclose(a.positions, b.positions, atol=1e-6)
+    assert np.ptp(a.positions[-1][:, 2]) > 1.01  # tilted
+
+
+def test_output_points_follow_the_body():
+    v, f = box()
+    points = np.array([[0.5, 0.5, 0.5], [0.0, 0.0, 0.0]])
+    result = simulate(v, f, Conditions(frames=5, angular_velocity=(0.0, 0.0, 2.0)), points=points)
+    body = simulate(v, f, Conditions(frames=5, angular_velocity=(0.0, 0.0, 2.0)))
+    assert result.positions.shape == (5, 2, 3)
+    np.testing.assert_allclose(result.positions[:, 1], body.positions[:, 0], atol=1e-6)  # vertex 0 is (0, 0, 0)
+
+
+def test_progress_reports_every_frame_and_can_cancel():
+    v, f = box()
+    seen = []
+    simulate(v, f, Conditions(frames=5), progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    with pytest.raises(SimulationCancelled, match="frame 2"):
+        simulate(v, f, Conditions(frames=5), progress=lambda done, total: done < 2)
+
+
+def test_a_diverging_rollout_stops_and_names_the_frame():
+    v, f = box()
+    huge = Force((1e308, 0.0, 0.0), point=(0.0, 0.0, 0.0), start_frame=3, end_frame=4)
+    with pytest.raises(SimulationError, match="between frames 3 and 4"):
+        simulate(v, f, Conditions(frames=8, forces=[huge], gravity=NO_GRAVITY))
+
+
+def test_initial_velocity_field_sets_linear_and_angular_momentum():
+    v, f = box((1.0, 2.0, 0.5))
+    result = simulate(v, f, Conditions(frames=2, fps=1000, gravity=NO_GRAVITY, velocity=(1.0, -2.0, 0.5),
+                                       angular_velocity=(0.0, 0.0, 3.0)))
+    velocity = (result.positions[1] - result.positions[0]).astype(np.float64) * 1000
+    center = v.mean(0)
+    expected = np.array([1.0, -2.0, 0.5]) + np.cross([0.0, 0.0, 3.0], v - center)
+    np.testing.assert_allclose(velocity, expected, atol=0.02)  # finite difference over 1 ms
+
+
+def test_bodies_in_one_batch_move_as_they_would_alone():
+    meshes = [box((1.0, 1.0, 1.0)), box((0.5, 2.0, 1.0), (3.0, 0.0, 0.0))]
+    q_dot = torch.tensor([[0.0, 0.0, 1.0, 1.0, 2.0, 0.0], [1.0, 0.0, 0.0, 0.0, -1.0, 3.0]], dtype=torch.float64)
+    gravity = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
+
+    def run(indices):
+        kmap, _ = RigidBodyMap.from_meshes([meshes[i] for i in indices], [1.0 + i for i in indices])
+        system = LagrangianSystem(kmap, Environment(gravity=gravity))
+        return rollout(system, kmap.rest_coordinates(), q_dot[indices], 10, 24, "rk4", kmap.mass_points, substeps=2)
+
+    together = run([0, 1])
+    for i in (0, 1):
+        alone = run([i])
+        np.testing.assert_allclose(together.points[:, i], alone.points[:, 0], atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["rk4", "leapfrog", "dopri5"])
+def test_fast_spin_about_a_principal_axis_turns_by_omega_t(method):
+    """80 rad/s at 24 fps is 3.3 rad a frame: the chart must be re-centred within frames."""
+    v, f = box((1.0, 2.0, 3.0), (-0.5, -1.0, -1.5))
+    omega, frames, fps = 80.0, 13, 24.0
+    result = simulate(v, f, Conditions(frames=frames, fps=fps, gravity=NO_GRAVITY, angular_velocity=(0, 0, omega),
+                                       integrator=method))
+    angle = omega * (frames - 1) / fps
+    c, s = np.cos(angle), np.sin(angle)
+    expected = v @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]).T
+    np.testing.assert_allclose(result.positions[-1], expected, atol=2e-4)
+
+
+def test_auto_substeps_resolve_the_stiffest_spring():
+    from neurok_blender.core.rollout import choose_substeps
+    from shapes import SpringMap
+
+    system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
+    q_dot = torch.zeros(1, 1, dtype=torch.float64)
+    assert choose_substeps(system, 24.0, "rk4", q_dot) == 9  # omega = 100 rad/s, omega h <= 0.5
+    assert choose_substeps(system, 24.0, "dopri5", q_dot) == 1
