@@ -15,13 +15,14 @@ from .bake import bake_shape_keys, clear_bake
 from .scene_io import check_target, frame_range, read_rest_mesh, transform, unit_scale, vertex_group_indices
 
 
-def simulate_object(obj, scene=None, progress: Callable[[int, int], bool | None] | None = None) -> str:
-    """Simulate ``obj`` with its ``obj.neurok`` settings and bake the motion as shape keys.
+def simulate_object(obj, progress: Callable[[int, int], bool | None] | None = None) -> str:
+    """Simulate ``obj`` in the current scene with its ``obj.neurok`` settings; bake the motion as shape keys.
 
-    Everything is checked and simulated before the object is touched, so a bad input or a failed
-    rollout leaves the scene exactly as it was. Returns a one-line summary.
+    The object is read as it is now (current frame, modifiers applied). Everything is checked and
+    simulated before the object is touched, so a bad input or a failed rollout leaves the scene
+    exactly as it was. Returns a one-line summary.
     """
-    scene = scene or bpy.context.scene
+    scene = bpy.context.scene
     check_target(obj)
     start, end = frame_range(obj, scene)
     settings = obj.neurok
@@ -29,19 +30,19 @@ def simulate_object(obj, scene=None, progress: Callable[[int, int], bool | None]
         raise ValueError(f"mass must be positive, got {settings.mass} kg")
     depsgraph = bpy.context.evaluated_depsgraph_get()
     vertices, triangles, base, world = read_rest_mesh(obj, depsgraph)
-    scale = unit_scale(scene)
+    scale = unit_scale(scene)  # Blender stores unit-bearing values in scene units: metres = units * scale
 
     from .core import Conditions, simulate  # torch loads on first use, not at Blender start-up
 
     conditions = Conditions(
         frames=end - start + 1,
         fps=scene.render.fps / scene.render.fps_base,
-        gravity=tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0),
+        gravity=tuple(np.array(scene.gravity) * scale) if scene.use_gravity else (0.0, 0.0, 0.0),
         ground_height=settings.ground_height * scale if settings.use_ground else None,
-        velocity=tuple(settings.velocity),
+        velocity=tuple(np.array(settings.velocity) * scale),
         angular_velocity=tuple(settings.angular_velocity),
         forces=[_force(obj, f, start, base, scale) for f in settings.forces],
-        mass=settings.mass,
+        mass=settings.mass * scale**3,
         friction=settings.friction,
         restitution=settings.restitution,
         drag=settings.drag,
@@ -52,7 +53,7 @@ def simulate_object(obj, scene=None, progress: Callable[[int, int], bool | None]
     result = simulate(vertices * scale, triangles, conditions, progress=progress, points=base * scale)
     local = transform(result.positions.astype(np.float64) / scale, np.linalg.inv(world))
     clear_bake(obj)
-    bake_shape_keys(obj, local, start)
+    bake_shape_keys(obj, local, start)  # removes what it made if it fails half-way
     return (f"NeuROK: baked {conditions.frames} frames ({start}-{end}) of '{obj.name}' "
             f"in {time.perf_counter() - began:.1f} s")
 

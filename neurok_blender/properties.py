@@ -24,8 +24,8 @@ class NeurokForce(bpy.types.PropertyGroup):
     vector: FloatVectorProperty(name="Force (N)", subtype="XYZ", size=3, default=(0.0, 0.0, 0.0),
                                 description="Force in newtons, world axes")
     target: PointerProperty(name="Target", type=bpy.types.Object,
-                            description="Object whose location at the start frame is the application point "
-                                        "(the body point there is pushed and the force follows it)")
+                            description="Object whose location (when Simulate runs) is the application point; "
+                                        "the body point there is pushed and the force follows it")
     vertex_group: StringProperty(name="Vertex Group",
                                  description="Spread the force evenly over this group's vertices "
                                              "(used when no target object is set)")
@@ -34,7 +34,8 @@ class NeurokForce(bpy.types.PropertyGroup):
 
 
 class NeurokSettings(bpy.types.PropertyGroup):
-    frame_start: IntProperty(name="Start", default=1, description="Frame that shows the initial state")
+    frame_start: IntProperty(name="Start", default=1,
+                             description="Frame that shows the initial state: the object as it is when Simulate runs")
     frame_end: IntProperty(name="End", default=96, description="Last simulated frame")
     use_current_frame: BoolProperty(name="Start at Current Frame", default=False,
                                     description="Start from the scene's current frame instead of Start")
@@ -50,7 +51,8 @@ class NeurokSettings(bpy.types.PropertyGroup):
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, soft_max=2.0,
                             description="Coulomb friction coefficient against the ground")
     restitution: FloatProperty(name="Bounciness", default=0.3, min=0.0, max=1.0,
-                               description="Fraction of the normal speed kept after hitting the ground")
+                               description="Fraction of the normal speed kept after hitting the ground "
+                                           "(0 is as damped as the time step allows)")
     drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
                         description="Linear air drag per unit mass (1/s)")
     integrator: EnumProperty(name="Integrator", default="rk4",
@@ -65,8 +67,10 @@ class NeurokSettings(bpy.types.PropertyGroup):
     is_baked: BoolProperty(name="Baked", default=False, options={"HIDDEN"})
     bake_frame_start: IntProperty(options={"HIDDEN"})
     bake_frame_end: IntProperty(options={"HIDDEN"})
+    bake_keys: StringProperty(options={"HIDDEN"}, description="Names of the baked shape keys, one per line")
     bake_created_basis: BoolProperty(options={"HIDDEN"})
-    bake_created_action: BoolProperty(options={"HIDDEN"})
+    bake_action: PointerProperty(type=bpy.types.Action, options={"HIDDEN"},
+                                 description="The action the bake created, if it created one")
 
 
 CLASSES = (NeurokForce, NeurokSettings)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .contact import damping_ratios, ground_forces
 from .kinematics import KinematicMap
 
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
@@ -29,7 +30,7 @@ class Environment:
     gravity: torch.Tensor  # (3,) m/s^2
     ground_height: torch.Tensor | None = None  # (B,) m, None for no ground
     friction: torch.Tensor | float = 0.5  # Coulomb coefficient mu
-    restitution: torch.Tensor | float = 0.2  # normal velocity kept after an impact, 0..1
+    restitution: torch.Tensor | float = 0.2  # fraction of the normal speed kept by an impact, 0..1
     contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
@@ -76,7 +77,8 @@ class LagrangianSystem:
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "stiffness_damping")}
         self.active_loads = torch.zeros_like(self.load_vectors)
-        self.step = math.inf  # length of the current step, set by set_interval
+        self.step = None  # length of the current step, set by set_interval (caps contact damping)
+        self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.rest_stiffness = self._rest_stiffness()
 
@@ -133,41 +135,13 @@ class LagrangianSystem:
         rayleigh = -self.damping_matrix(s.mass_matrix) @ q_dot[..., None]
         dissipative = _jt(jm, drag) + rayleigh[..., 0]
         if self.env.ground_height is not None and nc:
-            spring, resist = self._ground(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc])
+            env = self.env
+            spring, resist = ground_forces(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc], self.contact_mass,
+                                           env.ground_height, env.contact_stiffness, self.contact_damping,
+                                           self.per_body["friction"], env.friction_regularization, self.step)
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
         return conservative, loads, dissipative
-
-    def _ground(self, x, v):
-        """Penalty contact with the plane z = h: spring k d, damper c v_n, regularized Coulomb friction.
-
-        Per point k_i = k w_i (w_i its mass share), c_i = 2 zeta sqrt(k) w_i with the damping ratio
-        zeta = -ln e / sqrt(pi^2 + ln^2 e) that makes an impact keep the fraction e of its speed.
-        The normal force never pulls (it is clipped at zero). Friction is regularized Coulomb,
-        f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2), capped at w_i |v_t| / h, the force that stops the
-        point's slip within one step h: without the cap an impact's normal spike makes friction a
-        stiff damper that explicit steps overshoot, inventing dissipation.
-        """
-        env = self.env
-        w = self.contact_mass
-        depth = torch.clamp(env.ground_height[:, None] - x[..., 2], min=0.0)
-        touching = (depth > 0).to(x.dtype)
-        e = torch.clamp(self.per_body["restitution"], 1e-6, 1.0)
-        zeta = -torch.log(e) / torch.sqrt(math.pi**2 + torch.log(e) ** 2)
-        k = env.contact_stiffness * w
-        c = 2 * zeta[:, None] * math.sqrt(env.contact_stiffness) * w
-        spring_n = k * depth
-        normal = torch.clamp(spring_n - c * v[..., 2] * touching, min=0.0)
-        v_t = v.clone()
-        v_t[..., 2] = 0
-        slip = torch.sqrt((v_t * v_t).sum(-1) + env.friction_regularization**2)
-        coulomb = self.per_body["friction"][:, None] * normal / slip
-        friction = -torch.minimum(coulomb, w / self.step)[..., None] * v_t
-        up = torch.zeros_like(x)
-        up[..., 2] = 1
-        spring = spring_n[..., None] * up
-        resist = (normal - spring_n)[..., None] * up + friction
-        return spring, resist
 
     def damping_matrix(self, mass_matrix):
         """Rayleigh D = alpha P M P + beta K_rest on the deformation coordinates (P selects them)."""

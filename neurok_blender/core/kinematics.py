@@ -72,6 +72,10 @@ class KinematicMap:
         """Change of chart between steps (same configuration and velocity, better coordinates)."""
         return q, q_dot
 
+    def pose(self, q: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The configuration in fixed, chart-free terms for reporting, per body."""
+        return {"coordinates": q}
+
     def chart_speed(self, q_dot: torch.Tensor) -> float:
         """How fast the coordinates leave their chart (rad/s); bounds the length of one integration chunk."""
         return 0.0

@@ -22,6 +22,16 @@ class MassProperties:
         return np.trace(self.second_moment) * np.eye(3) - self.second_moment
 
 
+_BOX_FACES = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                       [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+
+
+def box_mesh(size=(1.0, 1.0, 1.0), corner=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, np.ndarray]:
+    """Closed, outward-facing box (8 vertices, 12 triangles) with its lowest corner at ``corner``."""
+    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.float64)
+    return v * np.asarray(size, dtype=np.float64) + np.asarray(corner, dtype=np.float64), _BOX_FACES.copy()
+
+
 def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     """Return float64 vertices (V, 3) and int64 triangles (F, 3), or raise ValueError saying what is wrong."""
     v = np.asarray(vertices, dtype=np.float64)
@@ -101,22 +111,31 @@ def principal_points(props: MassProperties) -> tuple[np.ndarray, np.ndarray]:
 def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 256) -> np.ndarray:
     """Vertex indices that can touch a collider first: convex-hull extremes, then spread surface points.
 
-    Extremes along well-spread directions are hull vertices (what a rigid body rests on); farthest-point
-    samples fill the rest so concave regions and later deformations are represented too.
+    Extremes along well-spread directions are hull vertices (what a rigid body rests on); when there
+    are more than ``count`` of them a farthest-point subset keeps them spread over the whole hull.
+    Farthest-point samples of all vertices fill any remaining budget, so concave regions and later
+    deformations are represented too.
     """
     _, first_index = np.unique(np.round(vertices, 9), axis=0, return_index=True)
-    candidates = first_index[np.argsort(first_index)]
+    candidates = np.sort(first_index)
     points = vertices[candidates]
-    chosen = list(dict.fromkeys(np.argmax(points @ fibonacci_sphere(directions).T, axis=0).tolist()))
-    chosen = chosen[:count]
+    extremes = np.unique(np.argmax(points @ fibonacci_sphere(directions).T, axis=0))
+    if len(extremes) >= count:
+        return candidates[extremes[_farthest_points(points[extremes], [0], count)]]
+    return candidates[_farthest_points(points, extremes.tolist(), min(count, len(points)))]
+
+
+def _farthest_points(points: np.ndarray, seeds: list[int], count: int) -> np.ndarray:
+    """``seeds`` followed by greedy farthest-point picks until ``count`` indices into ``points``."""
+    chosen = list(seeds)
     distance = np.full(len(points), np.inf)
     for index in chosen:
         distance = np.minimum(distance, np.linalg.norm(points - points[index], axis=1))
-    while len(chosen) < min(count, len(points)):
+    while len(chosen) < count:
         far = int(np.argmax(distance))
         chosen.append(far)
         distance = np.minimum(distance, np.linalg.norm(points - points[far], axis=1))
-    return candidates[np.array(chosen, dtype=np.int64)]
+    return np.array(chosen, dtype=np.int64)
 
 
 def fibonacci_sphere(n: int) -> np.ndarray:

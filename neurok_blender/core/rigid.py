@@ -76,5 +76,9 @@ class RigidBodyMap(KinematicMap):
         zeros = torch.zeros_like(omega_body)
         return torch.cat([q[:, :3], zeros], 1), torch.cat([q_dot[:, :3], omega_body], 1)
 
+    def pose(self, q):
+        """Centre of mass (B, 3) and world rotation matrix (B, 3, 3)."""
+        return {"translation": q[:, :3], "rotation": self.rotation(q)}
+
     def chart_speed(self, q_dot):
         return float(q_dot[:, 3:].norm(dim=1).max())

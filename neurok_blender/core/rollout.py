@@ -27,17 +27,23 @@ class Trajectory:
     times: np.ndarray  # (F,)
     coordinates: np.ndarray  # (F, B, n), each frame in its own chart (see KinematicMap.recenter)
     velocities: np.ndarray  # (F, B, n)
+    pose: dict[str, np.ndarray]  # KinematicMap.pose per frame, (F, B, ...)
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
+    substeps: int  # integration steps per frame
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q_dot: torch.Tensor) -> int:
     """Steps per frame: the stiffest spring gets omega h <= 0.5 (adaptive methods choose their own
     steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
-    chart = math.ceil(system.map.chart_speed(q_dot) / (fps * MAX_CHART_DRIFT))
     if method in ADAPTIVE:
-        return max(1, chart)
-    return max(MIN_SUBSTEPS, chart, math.ceil(system.max_frequency() / (fps * 0.5)))
+        return chart_substeps(system, fps, q_dot)
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency() / (fps * 0.5)))
+
+
+def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
+    """The fewest steps per frame that keep each step's move within the chart below MAX_CHART_DRIFT."""
+    return max(1, math.ceil(system.map.chart_speed(q_dot) / (fps * MAX_CHART_DRIFT)))
 
 
 def rollout(
@@ -53,9 +59,13 @@ def rollout(
 ) -> Trajectory:
     """Integrate frame by frame; frame 0 is the initial state.
 
+    ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid.
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
-    substeps = substeps or choose_substeps(system, fps, method, q_dot0)
+    if substeps:
+        substeps = max(substeps, chart_substeps(system, fps, q_dot0))
+    else:
+        substeps = choose_substeps(system, fps, method, q_dot0)
     dt = 1.0 / fps
     h = dt / substeps
     q, q_dot = q0, q_dot0
@@ -66,8 +76,9 @@ def rollout(
     def record():
         e = system.energies(q, q_dot)
         e["load_work"], e["dissipated"] = work, dissipated
-        pts = system.map.embed(q, output_points)
-        rows.append((q.detach().clone(), q_dot.detach().clone(), pts.detach().to(torch.float32), {k: v.detach().clone() for k, v in e.items()}))
+        pts = system.map.embed(q, output_points).detach().to(torch.float32)
+        pose = {k: v.detach().clone() for k, v in system.map.pose(q).items()}
+        rows.append((q.detach().clone(), q_dot.detach().clone(), pts, {k: v.detach().clone() for k, v in e.items()}, pose))
 
     record()
     for frame in range(1, frames):
@@ -94,6 +105,8 @@ def rollout(
         times=np.arange(frames) * dt,
         coordinates=torch.stack([r[0] for r in rows]).numpy(),
         velocities=torch.stack([r[1] for r in rows]).numpy(),
+        pose={k: torch.stack([r[4][k] for r in rows]).numpy() for k in rows[0][4]},
         points=torch.stack([r[2] for r in rows]).numpy(),
         energy=energy,
+        substeps=substeps,
     )

@@ -5,7 +5,7 @@
 
 A and B are written as their power series in t2: smooth everywhere, so the derivatives are exact
 polynomials, with no branch at zero. Sixteen terms give float64 precision for |theta| <= pi; the
-rigid map re-centres its chart every step, which keeps |theta| far below that.
+rollout re-centres the rigid map's chart every frame and whenever theta has moved 1 rad.
 """
 
 import math

@@ -20,9 +20,10 @@ DTYPE = torch.float64
 class SimulationResult:
     positions: np.ndarray  # (frames, V, 3) float32, world space
     times: np.ndarray  # (frames,) s
+    pose: dict[str, np.ndarray]  # rigid: "translation" (frames, 3) centre of mass, "rotation" (frames, 3, 3)
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
-    substeps: int
+    substeps: int  # integration steps per frame that were used
 
 
 def simulate(vertices, faces, conditions: Conditions | None = None,
@@ -53,9 +54,10 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     return SimulationResult(
         positions=trajectory.points[:, 0],
         times=trajectory.times,
+        pose={k: p[:, 0] for k, p in trajectory.pose.items()},
         coordinates=trajectory.coordinates[:, 0],
         energy={k: e[:, 0] for k, e in trajectory.energy.items()},
-        substeps=conditions.substeps or 0,
+        substeps=trajectory.substeps,
     )
 
 

@@ -30,7 +30,7 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         if not background:
             wm.progress_begin(0, 100)
         try:
-            summary = api.simulate_object(context.active_object, context.scene, progress=progress)
+            summary = api.simulate_object(context.active_object, progress=progress)
         except ImportError as error:
             self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
             return {"CANCELLED"}

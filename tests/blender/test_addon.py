@@ -88,6 +88,71 @@ def test_clear_removes_what_simulate_made_and_undo_restores():
     assert obj.data.shape_keys is None and len(bpy.data.actions) == 0 and not obj.neurok.is_baked
 
 
+def test_clear_is_one_undo_step():
+    obj = add_box(location=(0.0, 0.0, 1.0))
+    obj.neurok.frame_end = 5
+    bpy.ops.ed.undo_push(message="before")  # background mode starts its undo system on the first push
+    assert bpy.ops.neurok.simulate("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert bpy.ops.neurok.clear("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert bpy.data.objects["Box"].data.shape_keys is None
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Box"]
+    assert len(obj.data.shape_keys.key_blocks) == 6 and obj.neurok.is_baked
+
+
+def test_simulating_again_from_a_baked_frame_starts_from_the_rest_shape():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    obj.neurok.frame_end = 12
+    obj.neurok.velocity = (3.0, 0.0, 0.0)
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    first = evaluated_vertices(obj, 12)
+    bpy.context.scene.frame_set(8)  # the baked pose here is far from the rest shape
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    np.testing.assert_allclose(evaluated_vertices(obj, 12), first, atol=1e-5)
+    assert not any(b.mute for b in obj.data.shape_keys.key_blocks)
+
+
+def test_a_user_key_with_a_baked_name_is_left_alone():
+    obj = add_box(location=(0.0, 0.0, 1.0))
+    obj.shape_key_add(name="Basis")
+    mine = obj.shape_key_add(name="NeuROK_0003")
+    mine.data[0].co = (5.0, 5.0, 5.0)
+    obj.neurok.frame_end = 5
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    paths = {c.data_path for c in _fcurves(obj)}
+    assert 'key_blocks["NeuROK_0003.001"].value' in paths and 'key_blocks["NeuROK_0003"].value' not in paths
+    assert bpy.ops.neurok.clear() == {"FINISHED"}
+    assert [b.name for b in obj.data.shape_keys.key_blocks] == ["Basis", "NeuROK_0003"]
+    assert tuple(obj.data.shape_keys.key_blocks["NeuROK_0003"].data[0].co) == (5.0, 5.0, 5.0)
+
+
+def test_a_bake_failing_half_way_leaves_nothing_behind(monkeypatch):
+    from neurok_blender import bake
+
+    obj = add_box(location=(0.0, 0.0, 1.0))
+    obj.neurok.frame_end = 6
+    monkeypatch.setattr(bake, "LINEAR", "not an interpolation")  # foreach_set raises on the first curve
+    with pytest.raises(RuntimeError):
+        bpy.ops.neurok.simulate()
+    assert obj.data.shape_keys is None and len(bpy.data.actions) == 0 and not obj.neurok.is_baked
+
+
+def test_scene_unit_scale_changes_nothing_in_scene_units():
+    """Lengths, velocities and gravity are stored in scene units, mass in scene units cubed: the baked
+    motion in scene units is the same whatever metres-per-unit the scene uses."""
+    results = []
+    for scale in (1.0, 0.01):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        bpy.context.scene.unit_settings.scale_length = scale
+        obj = add_box(location=(0.0, 0.0, 2.0))
+        obj.neurok.frame_end = 16
+        obj.neurok.velocity = (1.0, 0.0, 1.0)
+        obj.neurok.angular_velocity = (0.0, 2.0, 0.0)
+        assert bpy.ops.neurok.simulate() == {"FINISHED"}
+        results.append(evaluated_vertices(obj, 16))
+    np.testing.assert_allclose(results[0], results[1], atol=1e-4)
+
+
 def test_force_on_a_target_object_changes_momentum_by_its_impulse():
     bpy.context.scene.use_gravity = False
     obj = add_box(location=(0.0, 0.0, 5.0))
@@ -144,6 +209,16 @@ def test_baked_file_plays_back_without_the_addon(tmp_path):
         np.testing.assert_allclose(evaluated_vertices(bpy.data.objects["Box"], 10), expected, atol=1e-6)
     finally:
         neurok_blender.register()
+
+
+def test_start_at_current_frame():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    bpy.context.scene.frame_current = 30
+    obj.neurok.use_current_frame, obj.neurok.frame_start, obj.neurok.frame_end = True, 1, 40
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    assert (obj.neurok.bake_frame_start, obj.neurok.bake_frame_end) == (30, 40)
+    assert obj.data.shape_keys.key_blocks[1].name == "NeuROK_0030"
+    np.testing.assert_allclose(evaluated_vertices(obj, 10), evaluated_vertices(obj, 30), atol=1e-6)  # held before
 
 
 def test_console_api_matches_the_operator():

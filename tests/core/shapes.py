@@ -4,17 +4,9 @@ import numpy as np
 import torch
 
 from neurok_blender.core import KinematicMap
+from neurok_blender.core.mesh import box_mesh
 
-BOX_FACES = np.array(
-    [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-     [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
-)
-
-
-def box(size=(1.0, 1.0, 1.0), corner=(0.0, 0.0, 0.0)):
-    """Closed, outward-facing box with its lowest corner at ``corner``."""
-    v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.float64)
-    return v * np.asarray(size) + np.asarray(corner), BOX_FACES.copy()
+box = box_mesh  # closed, outward-facing box with its lowest corner at ``corner``
 
 
 class PendulumMap(KinematicMap):

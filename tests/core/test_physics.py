@@ -159,3 +159,37 @@ def test_sliding_box_stops_at_the_coulomb_distance():
     expected = speed**2 / (2 * mu * G)
     assert abs(travelled / expected - 1) < 0.05
     assert abs(result.positions[-1, :, 0].mean() - result.positions[-5, :, 0].mean()) < 1e-4  # it has stopped
+
+
+def test_rayleigh_damping_decays_the_amplitude_as_exp_minus_alpha_t_over_2():
+    """Mass-proportional damping D = alpha M on a small pendulum: theta'' + alpha theta' + w^2 theta = 0."""
+    alpha = 0.8
+    kmap = PendulumMap(1.0)
+    q0 = torch.tensor([[0.01]], dtype=torch.float64)
+    system = LagrangianSystem(kmap, Environment(gravity=DOWN, damping=alpha))
+    traj = rollout(system, q0, torch.zeros_like(q0), 421, 60, "rk4", kmap.mass_points, substeps=1)
+    theta = traj.coordinates[:, 0, 0]
+    peaks = [i for i in range(1, len(theta) - 1) if theta[i - 1] < theta[i] >= theta[i + 1]]
+    ratio = theta[peaks[-1]] / theta[peaks[0]]
+    assert abs(np.log(ratio) / (-alpha / 2 * traj.times[peaks[-1] - peaks[0]]) - 1) < 0.01
+    balance = traj.energy["balance"][:, 0]
+    assert np.abs(balance).max() < 1e-6 * 9.81 * 0.01**2  # every joule lost is booked as dissipated
+
+
+def test_air_drag_gives_the_terminal_velocity_g_over_c():
+    v, f = box()
+    result = simulate(v, f, Conditions(frames=121, fps=24, drag=2.0))
+    speed = (result.coordinates[-1, 2] - result.coordinates[-2, 2]) * 24
+    assert abs(speed / (-G / 2.0) - 1) < 1e-3
+    assert abs(result.energy["balance"][-1]) < 1e-6 * abs(result.energy["gravity"][-1])
+
+
+@pytest.mark.parametrize("restitution", [0.3, 0.7])
+def test_a_flat_landing_keeps_the_restitution_fraction_of_its_speed(restitution):
+    v, f = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.1))
+    result = simulate(v, f, Conditions(frames=61, fps=240, ground_height=0.0, restitution=restitution,
+                                       friction=0.0, velocity=(0.0, 0.0, -2.0)))
+    z = result.pose["translation"][:, 2]
+    incoming = math.sqrt(2.0**2 + 2 * G * 0.1)
+    outgoing = np.diff(z).max() * 240 + G / 240 / 2  # the fastest rise, plus the gravity lost within that frame
+    assert abs(outgoing / incoming - restitution) < 0.05

@@ -54,7 +54,9 @@ def test_force_impulse_is_exact():
     a = push / mass
     expected = 0.5 * a * (t1 - t0) ** 2 + a * (t1 - t0) * (end - t1)
     np.testing.assert_allclose(result.coordinates[-1, :3] - result.coordinates[0, :3], expected, atol=1e-9)
-    np.testing.assert_allclose(result.coordinates[-1, 3:], 0.0, atol=1e-12)  # through the centre: no spin
+    np.testing.assert_allclose(result.pose["rotation"][-1], np.eye(3), atol=1e-12)  # through the centre: no spin
+    shift = result.positions[-1] - result.positions[0]
+    np.testing.assert_allclose(shift, shift[:1].repeat(8, 0), atol=1e-6)
     assert abs(result.energy["load_work"][-1] - 0.5 * mass * np.sum((a * (t1 - t0)) ** 2)) < 1e-6
 
 
@@ -141,3 +143,20 @@ def test_auto_substeps_resolve_the_stiffest_spring():
     q_dot = torch.zeros(1, 1, dtype=torch.float64)
     assert choose_substeps(system, 24.0, "rk4", q_dot) == 9  # omega = 100 rad/s, omega h <= 0.5
     assert choose_substeps(system, 24.0, "dopri5", q_dot) == 1
+
+
+def test_initial_positions_are_fitted_by_least_squares():
+    """Gauss-Newton recovers the pose that carries the rest points onto moved targets."""
+    from neurok_blender.core.initial import fit_initial_state
+
+    v, f = box((1.0, 2.0, 0.5))
+    kmap, _ = RigidBodyMap.from_meshes([(v, f)], [1.0])
+    truth = kmap.rest_coordinates() + torch.tensor([[0.3, -0.2, 1.0, 0.4, -0.7, 0.2]], dtype=torch.float64)
+    points = torch.as_tensor(v, dtype=torch.float64)[None]
+    targets = kmap.embed(truth, points)
+    q_dot_true = torch.tensor([[1.0, 0.0, -1.0, 0.5, 0.2, -0.3]], dtype=torch.float64)
+    _, jac = kmap.jacobian(truth, points)
+    velocities = torch.einsum("bpik,bk->bpi", jac, q_dot_true)
+    q, q_dot = fit_initial_state(kmap, points, targets, velocities, torch.ones(1, 8, dtype=torch.float64))
+    torch.testing.assert_close(q, truth, rtol=0, atol=1e-10)
+    torch.testing.assert_close(q_dot, q_dot_true, rtol=0, atol=1e-10)

@@ -1,0 +1,76 @@
+"""Penalty contact with a ground plane: spring, dashpot and regularized Coulomb friction.
+
+Each contact point i carries a share w_i of the body's mass (sum w_i = M). While a fraction phi of that
+mass touches, the body rests on those points, so each behaves as if it held the effective mass
+m_i = w_i / phi; spring k_i = k w_i and dashpot c_i = 2 zeta sqrt(k_i m_i) then give the whole body the
+damping ratio zeta whether it lands on a face or on one corner.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+
+def restitution_damping_ratio(restitution: float) -> float:
+    """The damping ratio zeta whose contact keeps the fraction e of the normal speed.
+
+    The spring-dashpot force is clipped at zero (it never pulls), so the impact ends when the force
+    vanishes, not when the penetration does; for that model (Schwager & Poeschel 2007), with
+    w = sqrt(|1 - zeta^2|):
+        e = exp(-zeta/w (pi - atan(2 zeta w / (w^2 - zeta^2))))     zeta < 1/sqrt(2)
+        e = exp(-zeta/w atan(2 zeta w / (zeta^2 - w^2)))            1/sqrt(2) <= zeta < 1
+        e = exp(-zeta/w ln((zeta + w) / (zeta - w)))                zeta > 1
+    e falls monotonically from 1 (zeta = 0) towards 0, which no finite damping reaches; bisection.
+    """
+    if restitution >= 1.0:
+        return 0.0
+    low, high = 0.0, 50.0
+    for _ in range(80):
+        mid = 0.5 * (low + high)
+        if _restitution(mid) > restitution:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+def _restitution(zeta: float) -> float:
+    w = math.sqrt(abs(1.0 - zeta * zeta))
+    if zeta < 1 / math.sqrt(2):
+        return math.exp(-zeta / w * (math.pi - math.atan(2 * zeta * w / (w * w - zeta * zeta))))
+    if zeta < 1.0:
+        return math.exp(-zeta / w * math.atan(2 * zeta * w / (zeta * zeta - w * w)))
+    if zeta == 1.0:
+        return math.exp(-2.0)
+    return math.exp(-zeta / w * math.log((zeta + w) / (zeta - w)))
+
+
+def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization, step):
+    """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C), split as
+    (conservative spring, dissipative dashpot + friction), each (B, C, 3).
+
+    Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
+    f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). Dashpot and friction are both capped at m_i |v| / h,
+    the force that stops the point within one step h, so explicit steps stay stable at any setting.
+    """
+    depth = torch.clamp(height[:, None] - x[..., 2], min=0.0)
+    touching = (depth > 0).to(x.dtype)
+    touching_share = (share * touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
+    effective_mass = share / touching_share.clamp(min=1e-300)
+    cap = effective_mass / step if step is not None else torch.full_like(share, math.inf)
+    spring_n = stiffness * share * depth
+    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * share * effective_mass), cap)
+    normal = torch.clamp(spring_n - dashpot * v[..., 2] * touching, min=0.0)
+    v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
+    slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
+    coulomb = torch.minimum(friction[:, None] * normal / slip, cap)
+    up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
+    spring = spring_n[..., None] * up
+    resist = (normal - spring_n)[..., None] * up - coulomb[..., None] * v_t
+    return spring, resist
+
+
+def damping_ratios(restitution: torch.Tensor) -> torch.Tensor:
+    """restitution_damping_ratio for each body."""
+    return torch.as_tensor(np.array([restitution_damping_ratio(float(e)) for e in restitution]), dtype=restitution.dtype)
