@@ -51,20 +51,22 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     (conservative spring, dissipative dashpot + friction), each (B, C, 3).
 
     Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
-    f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). Dashpot and friction are both capped at m_i |v| / h,
-    the force that stops the point within one step h, so explicit steps stay stable at any setting.
+    f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). The dashpot is capped at m_i |v_n| / h and friction at
+    w_i |v_t| / h, forces that stop the point within one step h, so explicit steps stay stable at any
+    setting. Friction takes the smaller mass: at an impact the normal force spikes and friction would
+    otherwise act as a stiff damper that explicit steps overshoot, inventing dissipation.
     """
     depth = torch.clamp(height[:, None] - x[..., 2], min=0.0)
     touching = (depth > 0).to(x.dtype)
     touching_share = (share * touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
     effective_mass = share / touching_share.clamp(min=1e-300)
-    cap = effective_mass / step if step is not None else torch.full_like(share, math.inf)
+    step = math.inf if step is None else step
     spring_n = stiffness * share * depth
-    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * share * effective_mass), cap)
+    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * share * effective_mass), effective_mass / step)
     normal = torch.clamp(spring_n - dashpot * v[..., 2] * touching, min=0.0)
     v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
-    coulomb = torch.minimum(friction[:, None] * normal / slip, cap)
+    coulomb = torch.minimum(friction[:, None] * normal / slip, share / step)
     up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
     spring = spring_n[..., None] * up
     resist = (normal - spring_n)[..., None] * up - coulomb[..., None] * v_t
