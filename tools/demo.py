@@ -31,21 +31,21 @@ def build_scene():
     ground.name = "Ground"
     ground.data.materials.append(_material("Ground", (0.55, 0.56, 0.58, 1.0), 0.6))
 
-    bpy.ops.mesh.primitive_monkey_add(size=1.0, location=(-2.6, -0.6, 1.4), rotation=(0.3, 0.0, 0.4))
+    bpy.ops.mesh.primitive_monkey_add(size=1.0, location=(-3.0, -1.0, 1.4), rotation=(0.3, 0.0, 0.4))
     monkey = bpy.context.active_object
     monkey.name = "Suzanne"
     monkey.modifiers.new("Subdivision", "SUBSURF").levels = 1
     bpy.ops.object.shade_smooth()
     monkey.data.materials.append(_material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
     s = monkey.neurok
-    s.velocity, s.angular_velocity, s.mass, s.restitution = (2.2, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
+    s.velocity, s.angular_velocity, s.mass, s.restitution = (1.8, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
 
-    bpy.ops.mesh.primitive_cube_add(size=0.8, location=(2.6, 1.2, 2.0), rotation=(0.5, 0.2, 0.0))
+    bpy.ops.mesh.primitive_cube_add(size=0.8, location=(2.8, 2.0, 2.0), rotation=(0.5, 0.2, 0.0))
     crate = bpy.context.active_object
     crate.name = "Crate"
     crate.data.materials.append(_material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
     s = crate.neurok
-    s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.3, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
+    s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.2, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
 
     bpy.ops.object.camera_add(location=(0.0, -8.0, 2.6))
     camera = bpy.context.active_object

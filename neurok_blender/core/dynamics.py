@@ -30,7 +30,7 @@ class Environment:
     gravity: torch.Tensor  # (3,) m/s^2
     ground_height: torch.Tensor | None = None  # (B,) m, None for no ground
     friction: torch.Tensor | float = 0.5  # Coulomb coefficient mu
-    restitution: torch.Tensor | float = 0.2  # fraction of the normal speed kept by an impact, 0..1
+    restitution: torch.Tensor | float = 0.3  # fraction of the normal speed kept by an impact, 0..1
     contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
