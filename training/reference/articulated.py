@@ -1,0 +1,169 @@
+"""Articulated objects in MuJoCo (reduced coordinates: joints hold exactly, bit-exact on the CPU).
+
+Parts are rigid mesh geoms whose density gives the object the requested total mass; they collide with
+the ground plane only (not with each other: joint limits keep neighbours apart). Conditions use the
+solver's own ``Conditions``, so the reference and the solver run on identical input.
+"""
+
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import mujoco
+import numpy as np
+
+from neurok_blender.core import Conditions
+from training.shapes.articulated import ArticulatedObject
+
+TIMESTEP = 0.001  # s, the largest step; each frame takes a whole number of steps
+CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms (>= 2 steps), critically damped: ~1 mm sag
+
+
+@dataclass(frozen=True)
+class ArticulatedMaterial:
+    """Joint behaviour and ground friction. Damping and stiffness act in every hinge and slide."""
+
+    joint_damping: float = 0.02  # N m s / rad (hinge) or N s / m (slide)
+    joint_stiffness: float = 0.0  # N m / rad: a spring back to the rest pose
+    friction: float = 0.5
+
+
+@dataclass
+class ArticulatedRun:
+    positions: np.ndarray  # (frames, V, 3) float32, world
+    part_ids: np.ndarray  # (V,)
+    joint_angles: np.ndarray  # (frames, joints) rad or m, relative to rest
+    energy: np.ndarray  # (frames,) kinetic + gravity potential + joint springs, J
+    pivot_gap: float  # largest distance between a joint's anchor seen from parent and child, m
+
+
+def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial | None = None,
+                         conditions: Conditions | None = None) -> ArticulatedRun:
+    """Run ``obj`` from its rest pose under ``conditions`` and return every vertex per frame."""
+    material = material or ArticulatedMaterial()
+    conditions = conditions or Conditions()
+    vertices, _, part_ids = obj.mesh()
+    conditions.check(len(vertices))
+    origins = np.array([v.mean(0) for v, _ in obj.parts])
+    model = mujoco.MjModel.from_xml_string(model_xml(obj, origins, material, conditions))
+    model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+
+    body_of_part = np.array([model.body(f"part{i}").id for i in range(len(obj.parts))])
+    _set_initial_velocity(model, data, body_of_part[0], origins[0], conditions)
+    loads = _loads(conditions, vertices, part_ids, origins)
+    steps = int(np.ceil(1.0 / (conditions.fps * TIMESTEP)))
+    model.opt.timestep = 1.0 / (conditions.fps * steps)
+    mujoco.mj_forward(model, data)
+
+    local = vertices - origins[part_ids]
+    joint_ids = [model.joint(f"joint{j}").id for j, joint in enumerate(obj.joints) if joint.kind != "fixed"]
+    qpos_index = [model.jnt_qposadr[j] for j in joint_ids]
+    frames, angles, energy, gap = [], [], [], 0.0
+    for frame in range(conditions.frames):
+        if frame:
+            for _ in range(steps):
+                _apply_loads(data, body_of_part, loads, (frame - 0.5) / conditions.fps)
+                mujoco.mj_step(model, data)
+        rot = data.xmat[body_of_part].reshape(-1, 3, 3)
+        frames.append(np.einsum("vij,vj->vi", rot[part_ids], local) + data.xpos[body_of_part][part_ids])
+        angles.append(data.qpos[qpos_index].copy())
+        energy.append(data.energy.sum())
+        gap = max(gap, _pivot_gap(obj, data, body_of_part, origins))
+    positions = np.asarray(frames, dtype=np.float32)
+    if not np.isfinite(positions).all():
+        raise RuntimeError(f"MuJoCo produced non-finite positions for {obj.name}")
+    return ArticulatedRun(positions, part_ids, np.asarray(angles), np.asarray(energy), gap)
+
+
+def model_xml(obj: ArticulatedObject, origins, material, conditions) -> str:
+    """MJCF with one body per part, nested along the joint tree, mesh geoms at the world rest pose."""
+    volume = sum(_volume(v, f) for v, f in obj.parts)
+    density = conditions.mass / volume
+    children = {i: [] for i in range(len(obj.parts))}
+    for j, joint in enumerate(obj.joints):
+        children[joint.parent].append((j, joint))
+    assets = "".join(
+        f'<mesh name="mesh{i}" vertex={quoteattr(_numbers(v - origins[i]))} face={quoteattr(_numbers(f))}/>'
+        for i, (v, f) in enumerate(obj.parts))
+
+    def body(i, parent_origin, joint_xml):
+        inner = "".join(body(joint.child, origins[i], _joint_xml(j, joint, origins[joint.child], material))
+                        for j, joint in children[i])
+        return (f'<body name="part{i}" pos="{_numbers(origins[i] - parent_origin)}">{joint_xml}'
+                f'<geom type="mesh" mesh="mesh{i}" density="{density}" contype="1" conaffinity="0" {CONTACT} '
+                f'friction="{material.friction} 0.005 0.0001"/>{inner}</body>')
+
+    ground = ""
+    if conditions.ground_height is not None:
+        ground = (f'<geom type="plane" size="0 0 1" pos="0 0 {conditions.ground_height}" contype="0" '
+                  f'conaffinity="1" {CONTACT} friction="{material.friction} 0.005 0.0001"/>')
+    return (f'<mujoco><compiler angle="radian"/><option gravity="{_numbers(conditions.gravity)}" '
+            f'integrator="RK4"/><asset>{assets}</asset><worldbody>{ground}'
+            f'{body(0, np.zeros(3), "<freejoint/>")}</worldbody></mujoco>')
+
+
+def _joint_xml(j, joint, child_origin, material):
+    if joint.kind == "fixed":
+        return ""
+    limits = "" if joint.limits is None else f' limited="true" range="{joint.limits[0]} {joint.limits[1]}" solreflimit="0.004 1"'
+    return (f'<joint name="joint{j}" type="{joint.kind}" pos="{_numbers(joint.anchor - child_origin)}" '
+            f'axis="{_numbers(joint.axis)}"{limits} damping="{material.joint_damping}" '
+            f'stiffness="{material.joint_stiffness}" armature="1e-6"/>')
+
+
+def _set_initial_velocity(model, data, root, root_origin, conditions):
+    """Whole-object rigid motion: root origin velocity v + w x (origin - centre of mass), joints still."""
+    com = data.subtree_com[root]
+    omega = np.asarray(conditions.angular_velocity, dtype=np.float64)
+    data.qvel[:] = 0.0
+    data.qvel[0:3] = np.asarray(conditions.velocity) + np.cross(omega, data.xpos[root] - com)
+    data.qvel[3:6] = data.xmat[root].reshape(3, 3).T @ omega  # a free joint's spin is in body axes
+
+
+def _loads(conditions, vertices, part_ids, origins):
+    """Each force as (part, point in part coordinates, vector, start s, end s), split over its points."""
+    loads = []
+    for force in conditions.forces:
+        points = vertices[np.asarray(force.vertices)] if force.vertices is not None else np.atleast_2d(force.point)
+        for p in points:
+            part = int(part_ids[np.argmin(np.linalg.norm(vertices - p, axis=1))])
+            loads.append((part, p - origins[part], np.asarray(force.vector, float) / len(points),
+                          force.start_frame / conditions.fps, force.end_frame / conditions.fps))
+    return loads
+
+
+def _apply_loads(data, bodies, loads, t):
+    """Forces on during the frame interval whose midpoint is t, at their points' current positions."""
+    data.xfrc_applied[:] = 0.0
+    for part, local, vector, start, end in loads:
+        if start <= t < end:
+            body = bodies[part]
+            point = data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
+            data.xfrc_applied[body, :3] += vector
+            data.xfrc_applied[body, 3:] += np.cross(point - data.xipos[body], vector)
+
+
+def _pivot_gap(obj, data, bodies, origins):
+    """How far a joint's anchor, carried by the parent and by the child, drifts apart (along a slide
+    joint's axis it may move freely)."""
+    gap = 0.0
+    for joint in obj.joints:
+        rotation = data.xmat[bodies[joint.parent]].reshape(3, 3)
+        seen = [data.xpos[bodies[p]] + data.xmat[bodies[p]].reshape(3, 3) @ (joint.anchor - origins[p])
+                for p in (joint.parent, joint.child)]
+        apart = seen[0] - seen[1]
+        if joint.kind == "slide":
+            axis = rotation @ joint.axis
+            apart = apart - (apart @ axis) * axis
+        gap = max(gap, float(np.linalg.norm(apart)))
+    return gap
+
+
+def _volume(v, f):
+    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+    return abs(np.einsum("fi,fi->", a, np.cross(b, c))) / 6.0
+
+
+def _numbers(array) -> str:
+    return " ".join(f"{x:.9g}" for x in np.asarray(array).ravel())

@@ -1,0 +1,1 @@
+"""Procedural shapes for the corpus, deterministic from a seed."""

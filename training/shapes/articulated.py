@@ -1,0 +1,151 @@
+"""Procedural articulated objects: rigid parts (closed meshes) joined by hinge and slide joints.
+
+Each builder takes a numpy Generator and returns an ``ArticulatedObject`` in its rest pose, world
+space, lying on z = 0 (so callers place it). Joint limits are relative to the rest pose.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neurok_blender.core.mesh import box_mesh
+
+
+@dataclass
+class Joint:
+    parent: int
+    child: int
+    kind: str  # "hinge", "slide" or "fixed" (welded)
+    anchor: np.ndarray  # (3,) world position at rest
+    axis: np.ndarray  # (3,) unit, world at rest
+    limits: tuple[float, float] | None = None  # rad (hinge) or m (slide), relative to rest
+
+
+@dataclass
+class ArticulatedObject:
+    name: str
+    parts: list[tuple[np.ndarray, np.ndarray]]  # (vertices (V, 3), triangles (F, 3)) per part, world at rest
+    joints: list[Joint] = field(default_factory=list)
+
+    def mesh(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One mesh of all parts: vertices, triangles and the part id of every vertex."""
+        offsets = np.cumsum([0] + [len(v) for v, _ in self.parts])
+        vertices = np.concatenate([v for v, _ in self.parts])
+        faces = np.concatenate([f + o for (_, f), o in zip(self.parts, offsets)])
+        part_ids = np.repeat(np.arange(len(self.parts)), np.diff(offsets))
+        return vertices, faces, part_ids
+
+
+def _part(size, center, rotation=None):
+    v, f = box_mesh(size, -0.5 * np.asarray(size, dtype=np.float64))
+    if rotation is not None:
+        v = v @ rotation.T
+    return v + np.asarray(center, dtype=np.float64), f
+
+
+def _rotation(axis, angle):
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def _hinge(parent, child, anchor, axis, limits=None):
+    return Joint(parent, child, "hinge", np.asarray(anchor, float), np.asarray(axis, float) / np.linalg.norm(axis), limits)
+
+
+def laptop(rng):
+    """Base and lid hinged along the back edge; the lid opens between 60 and 130 degrees."""
+    w, d = rng.uniform(0.28, 0.4), rng.uniform(0.2, 0.28)
+    t_base, t_lid = rng.uniform(0.012, 0.025), rng.uniform(0.006, 0.012)
+    opening = np.radians(rng.uniform(60, 130))
+    hinge = np.array([0.0, d / 2, t_base])
+    lid_rotation = _rotation([-1, 0, 0], opening)  # about -x: positive angles open the lid
+    lid_center = hinge + lid_rotation @ np.array([0.0, -d / 2, t_lid / 2])
+    parts = [_part((w, d, t_base), (0, 0, t_base / 2)), _part((w, d, t_lid), lid_center, lid_rotation)]
+    return ArticulatedObject("laptop", parts, [_hinge(0, 1, hinge, [-1, 0, 0], (-opening + 0.05, np.radians(175) - opening))])
+
+
+def door(rng):
+    """A door leaf on a frame post, hinged about the vertical edge."""
+    h, w, t = rng.uniform(0.6, 1.2), rng.uniform(0.3, 0.6), rng.uniform(0.02, 0.05)
+    post = rng.uniform(0.04, 0.08)
+    base = _part((post * 3, post * 3, 0.02), (0, 0, 0.01))
+    frame = _part((post, post, h), (0, 0, 0.02 + h / 2))
+    leaf = _part((w, t, h * 0.95), (post / 2 + w / 2, 0, 0.02 + h / 2))
+    hinge_axis_point = np.array([post / 2, 0, 0.02 + h / 2])
+    joints = [Joint(0, 1, "fixed", np.array([0.0, 0.0, 0.02]), np.array([0.0, 0.0, 1.0])),
+              _hinge(1, 2, hinge_axis_point, [0, 0, 1], (-np.radians(100), np.radians(100)))]
+    return ArticulatedObject("door", [base, frame, leaf], joints)
+
+
+def scissors(rng):
+    """Two blades crossing at a pivot, hinged about the normal of their plane."""
+    length, width, t = rng.uniform(0.12, 0.25), rng.uniform(0.012, 0.025), rng.uniform(0.003, 0.006)
+    angle = np.radians(rng.uniform(10, 40))
+    parts = []
+    for sign, z in ((1, t / 2), (-1, 1.5 * t)):
+        r = _rotation([0, 0, 1], sign * angle / 2)
+        parts.append(_part((length, width, t), (0, 0, z), r))
+    # blade 1 sits at -angle/2, blade 0 at +angle/2: turning blade 1 by +angle closes the scissors
+    return ArticulatedObject("scissors", parts, [_hinge(0, 1, [0, 0, t], [0, 0, 1], (-np.radians(60), angle))])
+
+
+def eyeglasses(rng):
+    """A front (bridge and two rims) with two temples hinged at its ends."""
+    w, h, t = rng.uniform(0.12, 0.15), rng.uniform(0.035, 0.05), rng.uniform(0.004, 0.008)
+    temple = rng.uniform(0.12, 0.15)
+    fold = np.radians(rng.uniform(0, 80))
+    front = _part((w, t, h), (0, 0, h / 2))
+    parts, joints = [front], []
+    for i, side in enumerate((-1, 1)):
+        anchor = np.array([side * w / 2, t / 2, h * 0.75])
+        r = _rotation([0, 0, 1], side * fold)
+        center = anchor + r @ np.array([-side * t / 2, temple / 2, 0.0])
+        parts.append(_part((t, temple, t * 1.5), center, r))
+        # folding turns a temple inwards, by +side about z; it folds from straight (0) to 95 degrees
+        inward = (-fold, np.radians(95) - fold)
+        joints.append(_hinge(0, i + 1, anchor, [0, 0, 1], inward if side == 1 else (-inward[1], -inward[0])))
+    return ArticulatedObject("eyeglasses", parts, joints)
+
+
+def chain(rng):
+    """Links in a row, hinged end to end with alternating axes."""
+    n = int(rng.integers(3, 8))
+    length, width = rng.uniform(0.05, 0.15), rng.uniform(0.01, 0.03)
+    parts, joints = [], []
+    for i in range(n):
+        parts.append(_part((length, width, width), (i * length, 0, width / 2)))
+        if i:
+            axis = [0, 1, 0] if i % 2 else [0, 0, 1]
+            joints.append(_hinge(i - 1, i, [(i - 0.5) * length, 0, width / 2], axis, (-np.radians(120), np.radians(120))))
+    return ArticulatedObject("chain", parts, joints)
+
+
+def random_assembly(rng):
+    """2 to 6 boxes, each hinged or slid onto a face of an earlier one at a random point and axis."""
+    n = int(rng.integers(2, 7))
+    parts, joints, sizes, centers = [], [], [], []
+    for i in range(n):
+        size = rng.uniform(0.04, 0.3, size=3)
+        if i == 0:
+            center = np.array([0.0, 0.0, size[2] / 2])
+        else:
+            parent = int(rng.integers(0, i))
+            direction = np.zeros(3)
+            direction[int(rng.integers(0, 3))] = rng.choice([-1.0, 1.0])
+            anchor = centers[parent] + direction * sizes[parent] / 2 + rng.uniform(-0.4, 0.4, 3) * sizes[parent] * (direction == 0)
+            center = anchor + direction * size / 2
+            if rng.random() < 0.8:
+                axis = np.zeros(3)
+                axis[int(rng.choice(np.nonzero(direction == 0)[0]))] = 1.0
+                joints.append(_hinge(parent, i, anchor, axis, (-np.radians(rng.uniform(20, 150)), np.radians(rng.uniform(20, 150)))))
+            else:
+                joints.append(Joint(parent, i, "slide", anchor, np.abs(direction), (-0.3 * size.max(), 0.3 * size.max())))
+        parts.append(_part(size, center))
+        sizes.append(size)
+        centers.append(center)
+    return ArticulatedObject("assembly", parts, joints)
+
+
+BUILDERS = {"laptop": laptop, "door": door, "scissors": scissors, "eyeglasses": eyeglasses, "chain": chain,
+            "assembly": random_assembly}
