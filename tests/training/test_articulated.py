@@ -12,11 +12,7 @@ G = 9.81
 
 def lifted(name, seed, height=0.3):
     obj = BUILDERS[name](np.random.default_rng(seed))
-    lift = np.array([0.0, 0.0, height - min(v[:, 2].min() for v, _ in obj.parts)])
-    obj.parts = [(v + lift, f) for v, f in obj.parts]
-    for joint in obj.joints:
-        joint.anchor = joint.anchor + lift
-    return obj
+    return obj.moved(np.eye(3), [0.0, 0.0, height - min(v[:, 2].min() for v, _ in obj.parts)])
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

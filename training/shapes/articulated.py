@@ -27,6 +27,14 @@ class ArticulatedObject:
     parts: list[tuple[np.ndarray, np.ndarray]]  # (vertices (V, 3), triangles (F, 3)) per part, world at rest
     joints: list[Joint] = field(default_factory=list)
 
+    def moved(self, rotation: np.ndarray, translation) -> "ArticulatedObject":
+        """The same object rigidly moved: x -> R x + t for parts, anchors and axes."""
+        t = np.asarray(translation, dtype=np.float64)
+        parts = [(v @ rotation.T + t, f) for v, f in self.parts]
+        joints = [Joint(j.parent, j.child, j.kind, rotation @ j.anchor + t, rotation @ j.axis, j.limits)
+                  for j in self.joints]
+        return ArticulatedObject(self.name, parts, joints)
+
     def mesh(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One mesh of all parts: vertices, triangles and the part id of every vertex."""
         offsets = np.cumsum([0] + [len(v) for v, _ in self.parts])
