@@ -29,21 +29,21 @@ def build_scene():
     bpy.ops.mesh.primitive_plane_add(size=200.0)
     ground = bpy.context.active_object
     ground.name = "Ground"
-    ground.data.materials.append(_material("Ground", (0.55, 0.56, 0.58, 1.0), 0.6))
+    ground.data.materials.append(material("Ground", (0.55, 0.56, 0.58, 1.0), 0.6))
 
     bpy.ops.mesh.primitive_monkey_add(size=1.0, location=(-3.0, -1.0, 1.4), rotation=(0.3, 0.0, 0.4))
     monkey = bpy.context.active_object
     monkey.name = "Suzanne"
     monkey.modifiers.new("Subdivision", "SUBSURF").levels = 1
     bpy.ops.object.shade_smooth()
-    monkey.data.materials.append(_material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
+    monkey.data.materials.append(material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
     s = monkey.neurok
     s.velocity, s.angular_velocity, s.mass, s.restitution = (1.8, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
 
     bpy.ops.mesh.primitive_cube_add(size=0.8, location=(2.8, 2.0, 2.0), rotation=(0.5, 0.2, 0.0))
     crate = bpy.context.active_object
     crate.name = "Crate"
-    crate.data.materials.append(_material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
+    crate.data.materials.append(material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
     s = crate.neurok
     s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.2, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
 
@@ -86,7 +86,7 @@ def bpy_render():
 
 
 def contact_sheet(paths: list[Path], destination: Path, columns=4):
-    """Tile rendered frames into one PNG with Blender's own image API (no imaging library needed)."""
+    """Tile rendered frames into one PNG or JPEG (by suffix) with Blender's own image API."""
     import bpy
     import numpy as np
 
@@ -106,11 +106,11 @@ def contact_sheet(paths: list[Path], destination: Path, columns=4):
     image = bpy.data.images.new("contact_sheet", columns * w, rows * h, alpha=True)
     image.pixels.foreach_set(sheet.ravel())
     image.filepath_raw = str(destination)
-    image.file_format = "PNG"
+    image.file_format = "JPEG" if destination.suffix.lower() in (".jpg", ".jpeg") else "PNG"
     image.save()
 
 
-def _material(name, color, roughness):
+def material(name, color, roughness):
     import bpy
 
     material = bpy.data.materials.new(name)

@@ -53,3 +53,14 @@ def test_generation_is_parallel_resumable_and_split_by_shape(tmp_path):
     assert generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=4, workers=2) == 16
     assert (tmp_path / "articulated-train-00000.npz").stat().st_mtime_ns == stamp
     assert all(np.array_equal(a.positions, b.positions) for a, b in zip(before, read_shard(second)))
+
+
+def test_validation_table_counts_checks_per_category():
+    from training.validate import table
+
+    rows = [{"category": "articulated", "split": split, "shape": f"s{i}",
+             "checks": {"penetration": pen, "finite": True, "seconds": 0.5}}
+            for i, (split, pen) in enumerate([("train", 0.001), ("train", 0.05), ("heldout", 0.0)])]
+    text = table(rows)
+    assert "| articulated | 2 | 1 | 3 | 7200 |" in text
+    assert "66.7% of 3" in text and "100.0% of 3" in text

@@ -1,5 +1,7 @@
 """Articulated sequences: a procedural object, a random drop, throw or push, simulated by MuJoCo."""
 
+import time
+
 import numpy as np
 
 from neurok_blender.core import Conditions, Force
@@ -39,11 +41,14 @@ def sample_articulated(seed: int, split: str) -> Sequence:
         joint_damping=float(mass * np.exp(rng.uniform(np.log(1e-4), np.log(0.3)))),
         joint_stiffness=float(mass * np.exp(rng.uniform(np.log(1e-3), np.log(0.5)))) if rng.random() < 0.3 else 0.0,
         friction=float(rng.uniform(0.2, 1.0)))
+    began = time.perf_counter()
     run = simulate_articulated(obj, material, conditions)
+    seconds = time.perf_counter() - began
 
     volumes = np.array([_volume(v, f) for v, f in obj.parts])
     part_mass = mass * volumes / volumes.sum()
-    checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())), "pivot_gap": run.pivot_gap}
+    checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())), "pivot_gap": run.pivot_gap,
+              "finite": bool(np.isfinite(run.positions).all()), "seconds": seconds}
     if not forces:
         checks["energy_rise"] = float(max(0.0, (run.energy - run.energy[0]).max()) / run.energy[0])
     return Sequence(

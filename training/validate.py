@@ -1,0 +1,118 @@
+"""Check a generated corpus against physics and render a contact sheet per category.
+
+    python -m training.validate CORPUS [--pictures docs/corpus] [--per-category 6]
+
+Prints, per category: sequences, shapes, simulation throughput and the share passing each check;
+writes the table to PICTURES/validation.md and PICTURES/<category>.jpg (Cycles, CPU, small).
+"""
+
+import argparse
+import json
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from training.corpus.shards import read_shard
+
+# A check passes when its value is at most this (booleans: must be True).
+LIMITS = {"penetration": 0.01, "pivot_gap": 1e-6, "energy_rise": 0.01, "finite": True}
+SHEET_FRAMES = (0, 15, 30, 59)
+
+
+def table(rows: list[dict]) -> str:
+    by_category = defaultdict(list)
+    for row in rows:
+        by_category[row["category"]].append(row)
+    checks = sorted({k for row in rows for k in row["checks"]} & set(LIMITS))
+    lines = ["| category | train | held-out | shapes | sequences / hour (1 core) | "
+             + " | ".join(f"{c} ok" for c in checks) + " |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(checks)]
+    for category, group in sorted(by_category.items()):
+        seconds = sum(r["checks"].get("seconds", 0.0) for r in group)
+        cells = []
+        for check in checks:
+            values = [r["checks"][check] for r in group if check in r["checks"]]
+            ok = [v is True if LIMITS[check] is True else v <= LIMITS[check] for v in values]
+            cells.append(f"{np.mean(ok):.1%} of {len(values)}")
+        lines.append(f"| {category} | {sum(r['split'] == 'train' for r in group)} | "
+                     f"{sum(r['split'] == 'heldout' for r in group)} | {len({r['shape'] for r in group})} | "
+                     f"{len(group) / seconds * 3600:.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, seed: int = 0):
+    """Rows of ``count`` random sequences, columns at SHEET_FRAMES."""
+    from tools.build_extension import isolate_user_folders
+
+    isolate_user_folders()
+    import bpy
+
+    from tools.demo import contact_sheet
+
+    picked = [rows[i] for i in np.random.default_rng(seed).choice(len(rows), min(count, len(rows)), replace=False)]
+    with tempfile.TemporaryDirectory() as frames:
+        paths = []
+        for row in picked:
+            sequence = read_shard(corpus / row["shard"])[row["index"]]
+            for frame in SHEET_FRAMES:
+                path = Path(frames) / f"{row['shard']}-{row['index']}-{frame}.png"
+                _render_state(bpy, sequence.positions[frame].astype(np.float64), sequence.faces, path)
+                paths.append(path)
+        contact_sheet(paths, destination, columns=len(SHEET_FRAMES))
+
+
+def _render_state(bpy, vertices, faces, path):
+    """One small Cycles picture of a mesh state on the ground, framed on the mesh."""
+    from mathutils import Vector
+
+    from tools.demo import material
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("state")
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
+    scene.collection.objects.link(bpy.data.objects.new("state", mesh))
+    bpy.ops.mesh.primitive_plane_add(size=100.0)
+    bpy.context.active_object.data.materials.append(material("ground", (0.6, 0.6, 0.62, 1.0), 0.7))
+    center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
+    bpy.ops.object.camera_add(location=tuple(center + np.array([0.6, -2.0, 1.3]) * extent))
+    camera = bpy.context.active_object
+    camera.rotation_euler = (Vector(tuple(center)) - camera.location).to_track_quat("-Z", "Y").to_euler()
+    scene.camera = camera
+    bpy.ops.object.light_add(type="SUN", rotation=(0.6, 0.2, 0.5))
+    bpy.context.active_object.data.energy = 4.0
+    world = bpy.data.worlds.new("World")
+    world.use_nodes = True
+    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.55, 0.65, 0.8, 1.0)
+    scene.world = world
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = 16
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y = 200, 150
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--pictures", type=Path, default=Path("docs/corpus"))
+    parser.add_argument("--per-category", type=int, default=6)
+    a = parser.parse_args()
+    rows = [json.loads(line) for line in (a.corpus / "manifest.jsonl").read_text().splitlines()]
+    text = table(rows)
+    print(text)
+    a.pictures.mkdir(parents=True, exist_ok=True)
+    (a.pictures / "validation.md").write_text(text + "\n")
+    for category in sorted({r["category"] for r in rows}):
+        sheet = a.pictures / f"{category}.jpg"
+        render_sheet(a.corpus, [r for r in rows if r["category"] == category], sheet, a.per_category)
+        print(f"contact sheet: {sheet}")
+
+
+if __name__ == "__main__":
+    main()
