@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 from training.corpus.articulated import sample_articulated
+from training.corpus.elastic import sample_elastic
 from training.corpus.shards import write_manifest, write_shard
 
-SAMPLERS = {"articulated": sample_articulated}
+SAMPLERS = {"articulated": sample_articulated, "elastic": sample_elastic}
 
 
 def shard_path(out: Path, category: str, split: str, index: int) -> Path:

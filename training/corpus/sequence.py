@@ -7,6 +7,8 @@ import numpy as np
 
 CATEGORIES = ("elastic", "cloth", "continuum", "articulated")
 SPLITS = ("train", "heldout")
+SPLIT_STREAM = {"train": 0, "heldout": 1}  # a second seed word, so the splits draw independent streams
+HELDOUT_SHAPES = 1_000_000  # procedural shape seeds at or above this are held out, below it train
 
 
 @dataclass

@@ -1,0 +1,45 @@
+"""Random physical conditions shared by every category: pose, drop, throw, push, mass."""
+
+import numpy as np
+
+from neurok_blender.core import Conditions, Force
+
+FRAMES, FPS = 60, 24.0
+
+
+def random_orientation(rng) -> np.ndarray:
+    """Half upright with a random heading, half uniformly random (QR of a Gaussian, sign-fixed)."""
+    if rng.random() < 0.5:
+        yaw = rng.uniform(0, 2 * np.pi)
+        c, s = np.cos(yaw), np.sin(yaw)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    return q * np.linalg.det(q)
+
+
+def drop_height(rng, vertices) -> float:
+    """Lift that puts the lowest vertex 0 to 1 m above the ground at z = 0."""
+    return rng.uniform(0.0, 1.0) - vertices[:, 2].min()
+
+
+def random_conditions(rng, vertices) -> Conditions:
+    """A drop with a random throw and spin; half of the runs get a push on one vertex for 2-8 frames."""
+    mass = float(np.exp(rng.uniform(np.log(0.2), np.log(5.0))))
+    forces = []
+    if rng.random() < 0.5:
+        direction = rng.normal(size=3)
+        start = int(rng.integers(0, 20))
+        forces.append(Force(tuple(direction / np.linalg.norm(direction) * mass * 9.81 * rng.uniform(0.5, 4.0)),
+                            point=tuple(vertices[int(rng.integers(len(vertices)))]),
+                            start_frame=start, end_frame=start + int(rng.integers(2, 9))))
+    return Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=mass, forces=forces,
+                      velocity=(rng.normal(0, 0.7), rng.normal(0, 0.7), rng.uniform(-1.0, 1.5)),
+                      angular_velocity=tuple(rng.normal(0, 2.5, size=3)))
+
+
+def describe(conditions: Conditions) -> dict:
+    """Conditions as plain data for the manifest."""
+    d = dict(vars(conditions))
+    d["forces"] = [dict(vars(f)) for f in conditions.forces]
+    return d
