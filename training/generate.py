@@ -4,39 +4,64 @@
                                     [--shard-size 25] [--workers 2]
 
 Shard k of a split holds sequence seeds [k * size, (k + 1) * size). Shards already present are
-skipped, so the same command continues an interrupted run; at the end the manifest is rewritten.
+checked (same seeds, same generator) and skipped, so the same command continues an interrupted
+run; a seed whose simulation fails is left out and its error kept beside the shard in
+``<shard>.failures.json``. At the end the manifest is rewritten.
 """
 
 import argparse
+import json
 import multiprocessing
 import time
+import traceback
 from pathlib import Path
 
-from training.corpus.articulated import sample_articulated
-from training.corpus.elastic import sample_elastic
+import numpy as np
+
+from training.corpus import articulated, elastic
 from training.corpus.shards import write_manifest, write_shard
 
-SAMPLERS = {"articulated": sample_articulated, "elastic": sample_elastic}
+SAMPLERS = {"articulated": articulated.sample_articulated, "elastic": elastic.sample_elastic}
+GENERATORS = {"articulated": articulated.GENERATOR, "elastic": elastic.GENERATOR}
 
 
 def shard_path(out: Path, category: str, split: str, index: int) -> Path:
     return out / f"{category}-{split}-{index:05d}.npz"
 
 
-def make_shard(job) -> tuple[Path, int, float]:
+def make_shard(job) -> tuple[Path, int, int, float]:
     out, category, split, index, first, last = job
     began = time.perf_counter()
-    sequences = [SAMPLERS[category](seed, split) for seed in range(first, last)]
+    sequences, failures = [], []
+    for seed in range(first, last):
+        try:
+            sequences.append(SAMPLERS[category](seed, split))
+        except Exception:  # one bad seed must not stop the corpus; its reason is kept
+            failures.append({"seed": seed, "split": split, "error": traceback.format_exc(limit=3)})
     path = shard_path(out, category, split, index)
-    write_shard(path, sequences)
-    return path, len(sequences), time.perf_counter() - began
+    if failures:
+        path.with_name(path.name + ".failures.json").write_text(json.dumps(failures, indent=1))
+    write_shard(path, sequences, (first, last), GENERATORS[category])
+    return path, len(sequences), len(failures), time.perf_counter() - began
 
 
 def jobs(out: Path, category: str, counts: dict[str, int], size: int):
     for split, count in counts.items():
         for index, first in enumerate(range(0, count, size)):
-            if not shard_path(out, category, split, index).exists():
-                yield out, category, split, index, first, min(first + size, count)
+            last = min(first + size, count)
+            path = shard_path(out, category, split, index)
+            if path.exists():
+                _check_existing(path, first, last, GENERATORS[category])
+            else:
+                yield out, category, split, index, first, last
+
+
+def _check_existing(path: Path, first: int, last: int, generator: str):
+    with np.load(path) as stored:
+        seeds, made_by = tuple(int(s) for s in stored["seeds"]), str(stored["generator"])
+    if seeds != (first, last) or made_by != generator:
+        raise ValueError(f"{path} holds seeds {seeds} from {made_by}, this run wants {(first, last)} from "
+                         f"{generator}: use a new folder or the same --shard-size and counts")
 
 
 def generate(out: Path, category: str, counts: dict[str, int], size: int, workers: int) -> int:
@@ -45,10 +70,11 @@ def generate(out: Path, category: str, counts: dict[str, int], size: int, worker
     began, done = time.perf_counter(), 0
     print(f"{category}: {len(todo)} shards to make in {out}", flush=True)
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        for path, n, seconds in pool.imap_unordered(make_shard, todo):
+        for path, n, failed, seconds in pool.imap_unordered(make_shard, todo):
             done += n
             rate = done / (time.perf_counter() - began) * 3600
-            print(f"  {path.name}: {n} sequences in {seconds:.1f} s ({rate:.0f} sequences/hour)", flush=True)
+            note = f", {failed} failed (see {path.name}.failures.json)" if failed else ""
+            print(f"  {path.name}: {n} sequences in {seconds:.1f} s ({rate:.0f} sequences/hour){note}", flush=True)
     total = write_manifest(out)
     print(f"manifest: {total} sequences", flush=True)
     return total

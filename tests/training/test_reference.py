@@ -84,3 +84,29 @@ def test_command_line_simulates_an_obj(tmp_path):
     positions = np.load(tmp_path / "p.npy")
     assert positions.shape == (8, len(vertices), 3)
     np.testing.assert_allclose(positions[0], vertices, atol=1e-6)
+
+
+def test_a_push_by_vertex_index_pushes_those_vertices_whatever_the_order():
+    from neurok_blender.core import Force
+
+    truth = laptop(np.random.default_rng(5)).moved(np.eye(3), [0.0, 0.0, 1.0])
+    vertices, faces, parts = truth.mesh()
+    shuffle = np.random.default_rng(1).permutation(len(vertices))
+    inverse = np.argsort(shuffle)
+    lid = [int(inverse[i]) for i in np.nonzero(parts == 1)[0]]  # the lid's vertices, in shuffled numbering
+    push = Force((0.0, 0.0, 40.0), vertices=lid, start_frame=0, end_frame=3)
+    cond = Conditions(frames=6, gravity=(0.0, 0.0, 0.0), forces=[push])
+    positions = reference_simulate(vertices[shuffle], inverse[faces], "articulated", conditions=cond)
+    rise = positions[-1, :, 2] - positions[0, :, 2]
+    assert rise[lid].mean() > rise[np.setdiff1d(np.arange(len(vertices)), lid)].mean()
+
+
+def test_elastic_reference_repeats_exactly_and_refuses_bad_meshes():
+    v, f = superquadric(np.random.default_rng(6), rings=8, segments=10)
+    v = v - v.mean(0) + [0.0, 0.0, 0.4]
+    runs = [reference_simulate(v, f, "elastic", conditions=Conditions(frames=4, ground_height=0.0)) for _ in range(2)]
+    assert np.array_equal(runs[0], runs[1])
+    with pytest.raises(ValueError, match="non-finite"):
+        reference_simulate(np.where(np.arange(len(v))[:, None] == 3, np.nan, v), f, "elastic")
+    with pytest.raises(ValueError, match="no triangle"):
+        reference_simulate(np.vstack([v, [[9.0, 9.0, 9.0]]]), f, "articulated")

@@ -6,6 +6,7 @@ import numpy as np
 
 from training.reference.articulated import ArticulatedMaterial, simulate_articulated
 from training.shapes.articulated import BUILDERS
+from training.shapes.geometry import enclosed_volume
 
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
@@ -26,15 +27,15 @@ def sample_articulated(seed: int, split: str) -> Sequence:
     material = ArticulatedMaterial(
         joint_damping=float(mass * np.exp(rng.uniform(np.log(1e-4), np.log(0.3)))),
         joint_stiffness=float(mass * np.exp(rng.uniform(np.log(1e-3), np.log(0.5)))) if rng.random() < 0.3 else 0.0,
-        friction=float(rng.uniform(0.2, 1.0)))
+        friction=conditions.friction)
     began = time.perf_counter()
     run = simulate_articulated(obj, material, conditions)
     seconds = time.perf_counter() - began
 
-    volumes = np.array([_volume(v, f) for v, f in obj.parts])
+    volumes = np.array([enclosed_volume(v, f) for v, f in obj.parts])
     part_mass = mass * volumes / volumes.sum()
     checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())), "pivot_gap": run.pivot_gap,
-              "finite": bool(np.isfinite(run.positions).all()), "seconds": seconds}
+              "finite": bool(np.isfinite(run.positions).all()), "solver_warnings": run.warnings, "seconds": seconds}
     if not conditions.forces:
         checks["energy_rise"] = float(max(0.0, (run.energy - run.energy[0]).max()) / run.energy[0])
     return Sequence(
@@ -43,6 +44,3 @@ def sample_articulated(seed: int, split: str) -> Sequence:
         masses=(part_mass / np.bincount(part_ids))[part_ids].astype(np.float32), part_ids=part_ids,
         material=vars(material), conditions=describe(conditions), checks=checks, generator=GENERATOR)
 
-
-def _volume(v, f):
-    return abs(np.einsum("fi,fi->", v[f[:, 0]], np.cross(v[f[:, 1]], v[f[:, 2]]))) / 6.0

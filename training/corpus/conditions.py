@@ -33,9 +33,11 @@ def random_conditions(rng, vertices) -> Conditions:
         forces.append(Force(tuple(direction / np.linalg.norm(direction) * mass * 9.81 * rng.uniform(0.5, 4.0)),
                             point=tuple(vertices[int(rng.integers(len(vertices)))]),
                             start_frame=start, end_frame=start + int(rng.integers(2, 9))))
+    # MuJoCo's contacts here are critically damped (restitution 0); friction is the ground's
     return Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=mass, forces=forces,
                       velocity=(rng.normal(0, 0.7), rng.normal(0, 0.7), rng.uniform(-1.0, 1.5)),
-                      angular_velocity=tuple(rng.normal(0, 2.5, size=3)))
+                      angular_velocity=tuple(rng.normal(0, 2.5, size=3)), friction=float(rng.uniform(0.2, 1.0)),
+                      restitution=0.0)
 
 
 def describe(conditions: Conditions) -> dict:

@@ -5,6 +5,7 @@ import time
 import numpy as np
 
 from training.reference.elastic import ElasticMaterial, simulate_elastic
+from training.shapes.geometry import triangle_areas
 from training.shapes.solids import superquadric
 from training.shapes.tetra import layered_tets
 
@@ -28,14 +29,14 @@ def sample_elastic(seed: int, split: str) -> Sequence:
     material = ElasticMaterial(young=float(np.exp(rng.uniform(np.log(1e4), np.log(5e5)))),
                                poisson=float(rng.uniform(0.25, 0.45)),
                                damping=float(np.exp(rng.uniform(np.log(5e-4), np.log(5e-3)))),
-                               friction=float(rng.uniform(0.2, 1.0)))
+                               friction=conditions.friction)
     began = time.perf_counter()
     run = simulate_elastic(vertices, faces, material, conditions, tets=layered_tets(coarse, coarse_faces, layers=2))
     seconds = time.perf_counter() - began
 
     checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())),
               "volume_error": float(np.abs(run.volume_ratio - 1).max()),
-              "finite": bool(np.isfinite(run.positions).all()), "seconds": seconds}
+              "finite": bool(np.isfinite(run.positions).all()), "solver_warnings": run.warnings, "seconds": seconds}
     return Sequence(
         category="elastic", shape=f"superquadric-{shape_seed}", split=split, seed=seed, fps=conditions.fps,
         rest_vertices=vertices.astype(np.float32), faces=faces.astype(np.int32), positions=run.positions,
@@ -45,8 +46,7 @@ def sample_elastic(seed: int, split: str) -> Sequence:
 
 def _surface_masses(vertices, faces, mass):
     """The body's mass spread over the surface vertices by their share of the area (a third per triangle)."""
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    area = triangle_areas(vertices, faces)
     share = np.zeros(len(vertices))
     np.add.at(share, faces.ravel(), np.repeat(area / 3, 3))
     return (mass * share / share.sum()).astype(np.float32)

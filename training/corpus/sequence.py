@@ -22,7 +22,7 @@ class Sequence:
     fps: float
     rest_vertices: np.ndarray  # (V, 3) float32, world at frame 0
     faces: np.ndarray  # (F, 3) int32
-    positions: np.ndarray  # (T, V, 3), world; stored as float16
+    positions: np.ndarray  # (T, V, 3), world; stored as float16 offsets from a float32 centroid per frame
     masses: np.ndarray  # (V,) float32, kg
     part_ids: np.ndarray | None = None  # (V,) int16 for articulated objects
     material: dict = field(default_factory=dict)
@@ -45,8 +45,13 @@ class Sequence:
                 "generator": self.generator}
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """What a shard stores. Positions as float16 offsets from each frame's centroid: float16 keeps
+        about 3 significant digits, so world coordinates metres away would lose millimetre parts."""
+        origins = self.positions.astype(np.float64).mean(axis=1)
+        offsets = self.positions - origins[:, None, :]
         arrays = {"rest_vertices": self.rest_vertices.astype(np.float32), "faces": self.faces.astype(np.int32),
-                  "positions": self.positions.astype(np.float16), "masses": self.masses.astype(np.float32)}
+                  "origins": origins.astype(np.float32), "offsets": offsets.astype(np.float16),
+                  "masses": self.masses.astype(np.float32)}
         if self.part_ids is not None:
             arrays["part_ids"] = self.part_ids.astype(np.int16)
         return arrays
@@ -55,8 +60,9 @@ class Sequence:
     def from_stored(cls, metadata: dict, arrays: dict) -> "Sequence":
         keep = {k: metadata[k] for k in ("category", "shape", "split", "seed", "fps", "material", "conditions",
                                          "checks", "generator")}
+        positions = arrays["origins"][:, None, :] + arrays["offsets"].astype(np.float32)
         return cls(**keep, rest_vertices=arrays["rest_vertices"], faces=arrays["faces"],
-                   positions=arrays["positions"], masses=arrays["masses"], part_ids=arrays.get("part_ids"))
+                   positions=positions, masses=arrays["masses"], part_ids=arrays.get("part_ids"))
 
 
 def to_json(value) -> str:

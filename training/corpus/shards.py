@@ -15,8 +15,10 @@ from .sequence import Sequence, to_json
 MANIFEST = "manifest.jsonl"
 
 
-def write_shard(path: Path, sequences: list[Sequence]) -> None:
-    arrays = {"metadata": np.array([to_json(s.metadata()) for s in sequences])}
+def write_shard(path: Path, sequences: list[Sequence], seeds: tuple[int, int], generator: str) -> None:
+    """Write what ``generator`` made for seeds [first, last) (failed seeds are missing from it)."""
+    arrays = {"metadata": np.array([to_json(s.metadata()) for s in sequences], dtype=str),
+              "seeds": np.array(seeds), "generator": np.array(generator)}
     for i, sequence in enumerate(sequences):
         arrays.update({f"{i}/{k}": v for k, v in sequence.arrays().items()})
     temporary = path.with_name(path.name + ".partial.npz")
@@ -45,5 +47,7 @@ def write_manifest(folder: Path) -> int:
                 row = json.loads(meta)
                 row.update(shard=shard.name, index=i)
                 lines.append(to_json(row))
-    (folder / MANIFEST).write_text("".join(line + "\n" for line in lines))
+    temporary = folder / (MANIFEST + ".partial")
+    temporary.write_text("".join(line + "\n" for line in lines))
+    os.replace(temporary, folder / MANIFEST)
     return len(lines)

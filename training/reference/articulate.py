@@ -11,7 +11,7 @@ part would enter the other (winding number).
 import numpy as np
 
 from training.shapes.articulated import ArticulatedObject, Joint
-from training.shapes.geometry import loose_parts, surface_distance, surface_samples, winding_number
+from training.shapes.geometry import axis_rotation, loose_parts, surface_distance, surface_samples, winding_number
 
 LINE_WIDTH, LINE_LENGTH = 3.0, 10.0  # in tolerances
 SWEEP_STEP = np.radians(1.0)
@@ -19,7 +19,7 @@ SAMPLES = 600  # surface points per part, on top of its vertices
 
 
 def articulate(vertices: np.ndarray, faces: np.ndarray, tolerance: float | None = None):
-    """An ArticulatedObject of the mesh's loose parts (largest first) and, for every input vertex, its
+    """An ArticulatedObject of the mesh's loose parts (the one with most vertices first) and, for every input vertex, its
     row in the object's ``mesh()`` vertices. Raises ValueError saying what makes the reading ambiguous."""
     labels = loose_parts(faces, len(vertices))
     count = labels.max() + 1
@@ -118,9 +118,7 @@ def _line_distance(points, anchor, axis):
 
 
 def _rotate(points, anchor, axis, angle):
-    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    rotation = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-    return (points - anchor) @ rotation.T + anchor
+    return (points - anchor) @ axis_rotation(axis, angle).T + anchor
 
 
 def _renumber(joints, order):

@@ -1,8 +1,10 @@
 """Articulated objects in MuJoCo (reduced coordinates: joints hold exactly, bit-exact on the CPU).
 
-Parts are rigid mesh geoms whose density gives the object the requested total mass; they collide with
-the ground plane only (not with each other: joint limits keep neighbours apart). Conditions use the
-solver's own ``Conditions``, so the reference and the solver run on identical input.
+Parts are rigid mesh geoms (exact inertia of the mesh, not of its hull) whose density gives the
+object the requested total mass. They collide with the ground plane only, not with each other:
+joint limits keep hinged neighbours from swinging far, but parts can still pass into one another
+(measured up to centimetres in random assemblies). Conditions use the solver's own ``Conditions``,
+so the reference and the solver run on identical input.
 """
 
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ import numpy as np
 
 from neurok_blender.core import Conditions
 from training.shapes.articulated import ArticulatedObject
+from training.shapes.geometry import enclosed_volume
 
 TIMESTEP = 0.001  # s, the largest step; each frame takes a whole number of steps
 CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms (>= 2 steps), critically damped: ~1 mm sag
@@ -34,6 +37,7 @@ class ArticulatedRun:
     joint_angles: np.ndarray  # (frames, joints) rad or m, relative to rest
     energy: np.ndarray  # (frames,) kinetic + gravity potential + joint springs, J
     pivot_gap: float  # largest distance between a joint's anchor seen from parent and child, m
+    warnings: int  # MuJoCo's warning count
 
 
 def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial | None = None,
@@ -73,18 +77,20 @@ def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial |
     positions = np.asarray(frames, dtype=np.float32)
     if not np.isfinite(positions).all():
         raise RuntimeError(f"MuJoCo produced non-finite positions for {obj.name}")
-    return ArticulatedRun(positions, part_ids, np.asarray(angles), np.asarray(energy), gap)
+    return ArticulatedRun(positions, part_ids, np.asarray(angles), np.asarray(energy), gap,
+                          int(sum(w.number for w in data.warning)))
 
 
 def model_xml(obj: ArticulatedObject, origins, material, conditions) -> str:
     """MJCF with one body per part, nested along the joint tree, mesh geoms at the world rest pose."""
-    volume = sum(_volume(v, f) for v, f in obj.parts)
+    volume = sum(enclosed_volume(v, f) for v, f in obj.parts)
     density = conditions.mass / volume
     children = {i: [] for i in range(len(obj.parts))}
     for j, joint in enumerate(obj.joints):
         children[joint.parent].append((j, joint))
     assets = "".join(
-        f'<mesh name="mesh{i}" vertex={quoteattr(_numbers(v - origins[i]))} face={quoteattr(_numbers(f))}/>'
+        f'<mesh name="mesh{i}" inertia="exact" vertex={quoteattr(_numbers(v - origins[i]))} '
+        f'face={quoteattr(_numbers(f))}/>'
         for i, (v, f) in enumerate(obj.parts))
 
     def body(i, parent_origin, joint_xml):
@@ -158,11 +164,6 @@ def _pivot_gap(obj, data, bodies, origins):
             apart = apart - (apart @ axis) * axis
         gap = max(gap, float(np.linalg.norm(apart)))
     return gap
-
-
-def _volume(v, f):
-    a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    return abs(np.einsum("fi,fi->", a, np.cross(b, c))) / 6.0
 
 
 def _numbers(array) -> str:

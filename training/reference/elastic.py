@@ -33,8 +33,7 @@ class ElasticRun:
     positions: np.ndarray  # (frames, V, 3) float32, the input vertices, world
     volume_ratio: np.ndarray  # (frames,) tet volume over rest volume
     center: np.ndarray  # (frames, 3) centre of mass of the tet nodes
-    tet_points: np.ndarray
-    tets: np.ndarray
+    warnings: int  # MuJoCo's warning count (e.g. an under-converged flex solve)
 
 
 def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
@@ -77,13 +76,15 @@ def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
                     data.xfrc_applied[bodies[node], :3] += share * vector
             for _ in range(steps):
                 mujoco.mj_step(model, data)
+            mujoco.mj_forward(model, data)  # after a discrete step the flex positions are one step old
         current = data.flexvert_xpos.copy()
         if not np.isfinite(current).all():
             raise RuntimeError(f"MuJoCo flex went non-finite before frame {frame}")
         frames.append(np.einsum("vk,vki->vi", weights, current[elements[host]]))
         ratios.append(tet_volumes(current, elements).sum() / volumes.sum())
         centers.append((masses[:, None] * current).sum(0) / masses.sum())
-    return ElasticRun(np.asarray(frames, dtype=np.float32), np.asarray(ratios), np.asarray(centers), points, elements)
+    return ElasticRun(np.asarray(frames, dtype=np.float32), np.asarray(ratios), np.asarray(centers),
+                      int(sum(w.number for w in data.warning)))
 
 
 def _model_xml(points, elements, material, conditions):

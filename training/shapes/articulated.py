@@ -1,7 +1,7 @@
 """Procedural articulated objects: rigid parts (closed meshes) joined by hinge and slide joints.
 
 Each builder takes a numpy Generator and returns an ``ArticulatedObject`` in its rest pose, world
-space, lying on z = 0 (so callers place it). Joint limits are relative to the rest pose.
+space, near the origin (callers place it). Joint limits are relative to the rest pose.
 """
 
 from dataclasses import dataclass, field
@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neurok_blender.core.mesh import box_mesh
+
+from .geometry import axis_rotation as _rotation
 
 
 @dataclass
@@ -49,12 +51,6 @@ def _part(size, center, rotation=None):
     if rotation is not None:
         v = v @ rotation.T
     return v + np.asarray(center, dtype=np.float64), f
-
-
-def _rotation(axis, angle):
-    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
-    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
 
 
 def _hinge(parent, child, anchor, axis, limits=None):

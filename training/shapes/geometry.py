@@ -3,6 +3,24 @@
 import numpy as np
 
 
+def enclosed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
+    """Volume inside a closed surface (divergence theorem), whatever its orientation."""
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    return abs(float(np.einsum("fi,fi->", a, np.cross(b, c)))) / 6.0
+
+
+def triangle_areas(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+
+
+def axis_rotation(axis, angle: float) -> np.ndarray:
+    """Rotation matrix about a unit-normalized axis (Rodrigues)."""
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
 def loose_parts(faces: np.ndarray, vertex_count: int) -> np.ndarray:
     """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex)."""
     labels = np.arange(vertex_count)
@@ -22,7 +40,7 @@ def surface_samples(vertices: np.ndarray, faces: np.ndarray, count: int, seed: i
     """The vertices plus ``count`` area-uniform random points on the triangles (fixed seed)."""
     rng = np.random.default_rng(seed)
     a, b, c = (vertices[faces[:, k]] for k in range(3))
-    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    area = triangle_areas(vertices, faces)
     pick = rng.choice(len(faces), size=count, p=area / area.sum())
     r1, r2 = np.sqrt(rng.random(count))[:, None], rng.random(count)[:, None]
     points = (1 - r1) * a[pick] + r1 * (1 - r2) * b[pick] + r1 * r2 * c[pick]

@@ -1,7 +1,8 @@
 """Procedural closed surfaces for the volumetric categories, deterministic from a numpy Generator.
 
-Superquadrics span spheres, rounded boxes, cylinders and diamonds with two exponents; tori add a
-hole; a smooth random radial displacement makes every shape its own.
+Superquadrics span spheres, rounded boxes, cylinders and diamonds with two exponents; a smooth
+random radial displacement makes every shape its own. They stay star-shaped about their centre,
+which ``layered_tets`` needs.
 """
 
 import numpy as np
@@ -25,7 +26,7 @@ def grid_surface(rings: int, segments: int):
 
 def superquadric(rng, rings=24, segments=32):
     """x = a (s(cos u, e1), s(sin u, e1) s(cos v, e2), s(sin u, e1) s(sin v, e2)) with s(c, e) = sign(c)|c|^e,
-    the pole along x; random semi-axes (0.1-0.4 m) and exponents (0.3-1.6), randomly rotated."""
+    the pole along x; random semi-axes (0.1-0.4 m) and exponents (0.3-1.6), centred near the origin."""
     u, v, faces = grid_surface(rings, segments)
     e1, e2 = rng.uniform(0.3, 1.6, size=2)
 
@@ -35,23 +36,6 @@ def superquadric(rng, rings=24, segments=32):
     unit = np.stack([s(np.cos(u), e1), s(np.sin(u), e1) * s(np.cos(v), e2), s(np.sin(u), e1) * s(np.sin(v), e2)], 1)
     vertices = _displaced(rng, unit * rng.uniform(0.1, 0.4, size=3))
     return _oriented(vertices, faces)
-
-
-def torus(rng, rings=16, segments=32):
-    """A ring of major radius 0.15-0.35 m and tube radius 0.3-0.6 of it, displaced and rotated."""
-    major = rng.uniform(0.15, 0.35)
-    minor = major * rng.uniform(0.3, 0.6)
-    a = 2 * np.pi * np.arange(segments) / segments
-    b = 2 * np.pi * np.arange(rings) / rings
-    aa, bb = np.meshgrid(a, b, indexing="ij")
-    vertices = np.stack([(major + minor * np.cos(bb)) * np.cos(aa), (major + minor * np.cos(bb)) * np.sin(aa),
-                         minor * np.sin(bb)], -1).reshape(-1, 3)
-    index = np.arange(segments * rings).reshape(segments, rings)
-    right, up = np.roll(index, -1, 0), np.roll(index, -1, 1)
-    diagonal = np.roll(right, -1, 1)
-    faces = np.concatenate([np.stack([index, right, diagonal], -1).reshape(-1, 3),
-                            np.stack([index, diagonal, up], -1).reshape(-1, 3)])
-    return _oriented(_displaced(rng, vertices), faces)
 
 
 def _displaced(rng, vertices, waves=4, amplitude=0.12):
@@ -67,10 +51,8 @@ def _displaced(rng, vertices, waves=4, amplitude=0.12):
 
 
 def _oriented(vertices, faces):
-    """Random orientation is the caller's; here the triangles are turned to face outwards."""
+    """Triangles turned to face outwards."""
     a, b, c = (vertices[faces[:, k]] for k in range(3))
     volume = np.einsum("fi,fi->", a - vertices.mean(0), np.cross(b - a, c - a))
     return vertices, (faces if volume > 0 else faces[:, ::-1]).astype(np.int64)
 
-
-BUILDERS = {"superquadric": superquadric, "torus": torus}
