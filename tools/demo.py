@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tools.build_extension import isolate_user_folders
+from tools.stage import contact_sheet, cycles_cpu, look_at_camera, material, sun_and_sky
 
 FRAMES = (1, 72)
 RENDER_EVERY = 3
@@ -19,7 +20,6 @@ SHEET_FRAMES = (1, 10, 16, 22, 31, 43, 55, 72)
 
 def build_scene():
     import bpy
-    from mathutils import Vector
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -47,78 +47,25 @@ def build_scene():
     s = crate.neurok
     s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.2, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
 
-    bpy.ops.object.camera_add(location=(0.0, -8.0, 2.6))
-    camera = bpy.context.active_object
-    camera.rotation_euler = (Vector((0.0, 0.4, 0.7)) - camera.location).to_track_quat("-Z", "Y").to_euler()
-    camera.data.lens = 30
-    scene.camera = camera
-    bpy.ops.object.light_add(type="SUN", rotation=(0.7, 0.2, 0.6))
-    bpy.context.active_object.data.energy = 3.5
-    world = bpy.data.worlds.new("World")
-    world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.55, 0.65, 0.8, 1.0)
-    scene.world = world
+    look_at_camera(scene, (0.0, -8.0, 2.6), (0.0, 0.4, 0.7), lens=30)
+    sun_and_sky(scene, rotation=(0.7, 0.2, 0.6), energy=3.5)
     return [monkey, crate]
 
 
 def render(scene, output: Path):
-    scene.render.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = 24
-    scene.cycles.use_denoising = False
-    scene.render.resolution_x, scene.render.resolution_y = 480, 270
+    import bpy
+
+    cycles_cpu(scene, samples=24, width=480, height=270)
     scene.render.image_settings.file_format = "PNG"
     frames = sorted(set(range(FRAMES[0], FRAMES[1] + 1, RENDER_EVERY)) | set(SHEET_FRAMES))
     paths = {}
     for i, frame in enumerate(frames, 1):
         scene.frame_set(frame)
         scene.render.filepath = str(output / "frames" / f"frame_{frame:04d}.png")
-        bpy_render()
+        bpy.ops.render.render(write_still=True)
         paths[frame] = Path(scene.render.filepath)
         print(f"rendered frame {frame} ({i}/{len(frames)})", flush=True)
     return paths
-
-
-def bpy_render():
-    import bpy
-
-    bpy.ops.render.render(write_still=True)
-
-
-def contact_sheet(paths: list[Path], destination: Path, columns=4):
-    """Tile rendered frames into one PNG or JPEG (by suffix) with Blender's own image API."""
-    import bpy
-    import numpy as np
-
-    tiles = []
-    for path in paths:
-        image = bpy.data.images.load(str(path))
-        pixels = np.empty(image.size[0] * image.size[1] * 4, dtype=np.float32)
-        image.pixels.foreach_get(pixels)
-        tiles.append(pixels.reshape(image.size[1], image.size[0], 4))
-        bpy.data.images.remove(image)
-    h, w, _ = tiles[0].shape
-    rows = -(-len(tiles) // columns)
-    sheet = np.ones((rows * h, columns * w, 4), dtype=np.float32)
-    for i, tile in enumerate(tiles):
-        r = rows - 1 - i // columns  # Blender images start at the bottom row
-        sheet[r * h:(r + 1) * h, (i % columns) * w:(i % columns + 1) * w] = tile
-    image = bpy.data.images.new("contact_sheet", columns * w, rows * h, alpha=True)
-    image.pixels.foreach_set(sheet.ravel())
-    image.filepath_raw = str(destination)
-    image.file_format = "JPEG" if destination.suffix.lower() in (".jpg", ".jpeg") else "PNG"
-    image.save()
-
-
-def material(name, color, roughness):
-    import bpy
-
-    material = bpy.data.materials.new(name)
-    material.use_nodes = True
-    shader = material.node_tree.nodes["Principled BSDF"]
-    shader.inputs["Base Color"].default_value = color
-    shader.inputs["Roughness"].default_value = roughness
-    return material
 
 
 def main():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tools.stage import contact_sheet, cycles_cpu, look_at_camera, material, sun_and_sky
 from training.corpus.shards import read_shard
 
 # A check passes when its value is at most this (booleans: must be True).
@@ -50,8 +51,6 @@ def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, 
     isolate_user_folders()
     import bpy
 
-    from tools.demo import contact_sheet
-
     picked = [rows[i] for i in np.random.default_rng(seed).choice(len(rows), min(count, len(rows)), replace=False)]
     with tempfile.TemporaryDirectory() as frames:
         paths = []
@@ -66,10 +65,6 @@ def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, 
 
 def _render_state(bpy, vertices, faces, path):
     """One small Cycles picture of a mesh state on the ground, framed on the mesh."""
-    from mathutils import Vector
-
-    from tools.demo import material
-
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     mesh = bpy.data.meshes.new("state")
@@ -79,21 +74,9 @@ def _render_state(bpy, vertices, faces, path):
     bpy.ops.mesh.primitive_plane_add(size=100.0)
     bpy.context.active_object.data.materials.append(material("ground", (0.6, 0.6, 0.62, 1.0), 0.7))
     center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
-    bpy.ops.object.camera_add(location=tuple(center + np.array([0.6, -2.0, 1.3]) * extent))
-    camera = bpy.context.active_object
-    camera.rotation_euler = (Vector(tuple(center)) - camera.location).to_track_quat("-Z", "Y").to_euler()
-    scene.camera = camera
-    bpy.ops.object.light_add(type="SUN", rotation=(0.6, 0.2, 0.5))
-    bpy.context.active_object.data.energy = 4.0
-    world = bpy.data.worlds.new("World")
-    world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.55, 0.65, 0.8, 1.0)
-    scene.world = world
-    scene.render.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = 16
-    scene.cycles.use_denoising = False
-    scene.render.resolution_x, scene.render.resolution_y = 200, 150
+    look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
+    sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)
+    cycles_cpu(scene, samples=16, width=200, height=150)
     scene.render.filepath = str(path)
     bpy.ops.render.render(write_still=True)
 

@@ -1,0 +1,80 @@
+"""A small headless photo studio for Blender scenes: camera, sun and sky, Cycles on the CPU, contact sheets.
+
+The demo and the corpus validation frame their pictures with these, so they look alike.
+"""
+
+from pathlib import Path
+
+SKY = (0.55, 0.65, 0.8, 1.0)
+
+
+def material(name, color, roughness):
+    """A Principled BSDF material of one colour."""
+    import bpy
+
+    mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    shader = mat.node_tree.nodes["Principled BSDF"]
+    shader.inputs["Base Color"].default_value = color
+    shader.inputs["Roughness"].default_value = roughness
+    return mat
+
+
+def look_at_camera(scene, location, target, lens=None):
+    """Add the scene's camera at ``location`` looking at ``target``."""
+    import bpy
+    from mathutils import Vector
+
+    bpy.ops.object.camera_add(location=tuple(location))
+    camera = bpy.context.active_object
+    camera.rotation_euler = (Vector(tuple(target)) - camera.location).to_track_quat("-Z", "Y").to_euler()
+    if lens is not None:
+        camera.data.lens = lens
+    scene.camera = camera
+    return camera
+
+
+def sun_and_sky(scene, rotation, energy):
+    """A sun lamp and a plain sky-blue world."""
+    import bpy
+
+    bpy.ops.object.light_add(type="SUN", rotation=rotation)
+    bpy.context.active_object.data.energy = energy
+    world = bpy.data.worlds.new("World")
+    world.use_nodes = True
+    world.node_tree.nodes["Background"].inputs["Color"].default_value = SKY
+    scene.world = world
+
+
+def cycles_cpu(scene, samples, width, height):
+    """Cycles on the CPU without denoising (works on any machine, headless)."""
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_denoising = False
+    scene.render.resolution_x, scene.render.resolution_y = width, height
+
+
+def contact_sheet(paths: list[Path], destination: Path, columns=4):
+    """Tile rendered frames into one PNG or JPEG (by suffix) with Blender's own image API."""
+    import bpy
+    import numpy as np
+
+    tiles = []
+    for path in paths:
+        image = bpy.data.images.load(str(path))
+        pixels = np.empty(image.size[0] * image.size[1] * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        tiles.append(pixels.reshape(image.size[1], image.size[0], 4))
+        bpy.data.images.remove(image)
+    h, w, _ = tiles[0].shape
+    rows = -(-len(tiles) // columns)
+    sheet = np.ones((rows * h, columns * w, 4), dtype=np.float32)
+    for i, tile in enumerate(tiles):
+        r = rows - 1 - i // columns  # Blender images start at the bottom row
+        sheet[r * h:(r + 1) * h, (i % columns) * w:(i % columns + 1) * w] = tile
+    image = bpy.data.images.new("contact_sheet", columns * w, rows * h, alpha=True)
+    image.pixels.foreach_set(sheet.ravel())
+    image.filepath_raw = str(destination)
+    image.file_format = "JPEG" if destination.suffix.lower() in (".jpg", ".jpeg") else "PNG"
+    image.save()
