@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tools.build_extension import isolate_user_folders
 from tools.stage import contact_sheet, cycles_cpu, look_at_camera, material, sun_and_sky
 from training.corpus.shards import read_shard
 
@@ -37,7 +38,7 @@ def table(rows: list[dict]) -> str:
         for check in checks:
             values = [r["checks"][check] for r in group if check in r["checks"]]
             ok = [v is True if LIMITS[check] is True else v <= LIMITS[check] for v in values]
-            cells.append(f"{np.mean(ok):.1%} of {len(values)}")
+            cells.append(f"{np.mean(ok):.1%} of {len(values)}" if values else "-")
         lines.append(f"| {category} | {sum(r['split'] == 'train' for r in group)} | "
                      f"{sum(r['split'] == 'heldout' for r in group)} | {len({r['shape'] for r in group})} | "
                      f"{len(group) / seconds * 3600:.0f} | " + " | ".join(cells) + " |")
@@ -46,9 +47,6 @@ def table(rows: list[dict]) -> str:
 
 def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, seed: int = 0):
     """Rows of ``count`` random sequences, columns at SHEET_FRAMES."""
-    from tools.build_extension import isolate_user_folders
-
-    isolate_user_folders()
     import bpy
 
     picked = [rows[i] for i in np.random.default_rng(seed).choice(len(rows), min(count, len(rows)), replace=False)]
@@ -92,6 +90,7 @@ def main():
     print(text)
     a.pictures.mkdir(parents=True, exist_ok=True)
     (a.pictures / "validation.md").write_text(text + "\n")
+    isolate_user_folders()  # before bpy is first imported by render_sheet
     for category in sorted({r["category"] for r in rows}):
         sheet = a.pictures / f"{category}.jpg"
         render_sheet(a.corpus, [r for r in rows if r["category"] == category], sheet, a.per_category)
