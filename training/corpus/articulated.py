@@ -6,12 +6,13 @@ import numpy as np
 
 from training.reference.articulated import ArticulatedMaterial, simulate_articulated
 from training.shapes.articulated import BUILDERS
-from training.shapes.geometry import enclosed_volume
+from training.shapes.geometry import enclosed_volume, surface_distance, winding_number
 
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
-GENERATOR = "articulated-mujoco-1"
+GENERATOR = "articulated-mujoco-2"  # 2: hinges on edges, ranges swept free of overlap, overlap measured
+OVERLAP_EVERY = 6  # frames between part-overlap measurements
 
 
 def sample_articulated(seed: int, split: str) -> Sequence:
@@ -35,7 +36,8 @@ def sample_articulated(seed: int, split: str) -> Sequence:
     volumes = np.array([enclosed_volume(v, f) for v, f in obj.parts])
     part_mass = mass * volumes / volumes.sum()
     checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())), "pivot_gap": run.pivot_gap,
-              "finite": bool(np.isfinite(run.positions).all()), "solver_warnings": run.warnings, "seconds": seconds}
+              "finite": bool(np.isfinite(run.positions).all()), "solver_warnings": run.warnings, "seconds": seconds,
+              "part_overlap": _part_overlap(obj, run.positions)}
     if not conditions.forces:
         checks["energy_rise"] = float(max(0.0, (run.energy - run.energy[0]).max()) / run.energy[0])
     return Sequence(
@@ -44,3 +46,17 @@ def sample_articulated(seed: int, split: str) -> Sequence:
         masses=(part_mass / np.bincount(part_ids))[part_ids].astype(np.float32), part_ids=part_ids,
         material=vars(material), conditions=describe(conditions), checks=checks, generator=GENERATOR)
 
+
+def _part_overlap(obj, positions) -> float:
+    """Deepest a vertex of one part gets inside another (m), every OVERLAP_EVERY frames: parts do not
+    collide with each other in the reference, so swept joint ranges are what keeps them apart."""
+    _, _, part_ids = obj.mesh()
+    deepest = 0.0
+    for frame in positions[::OVERLAP_EVERY].astype(np.float64):
+        for j, (_, faces) in enumerate(obj.parts):
+            mesh = (frame[part_ids == j], faces)
+            others = frame[part_ids != j]
+            inside = others[winding_number(others, *mesh) > 0.6]
+            if len(inside):
+                deepest = max(deepest, float(surface_distance(inside, *mesh).max()))
+    return deepest

@@ -4,18 +4,15 @@ Two parts touch where points of one (its vertices and area-uniform samples) lie 
 of the other's surface. A contact region that is a line (at most 3 tolerances wide, at least 10
 long, measured as standard deviations across and along it) is a hinge with that axis through the
 region's centre; a patch or a point is ambiguous and refused, as is a contact graph with a loop or a part touching nothing. The
-hinge's range is swept: the child turns in 1-degree steps each way until a sample point of either
-part would enter the other (winding number).
+hinge's range is swept (``free_range``) until the parts would overlap.
 """
 
 import numpy as np
 
-from training.shapes.articulated import ArticulatedObject, Joint
-from training.shapes.geometry import axis_rotation, loose_parts, surface_distance, surface_samples, winding_number
+from training.shapes.articulated import SWEEP_SAMPLES, ArticulatedObject, Joint, free_range
+from training.shapes.geometry import loose_parts, surface_distance, surface_samples
 
 LINE_WIDTH, LINE_LENGTH = 3.0, 10.0  # in tolerances
-SWEEP_STEP = np.radians(1.0)
-SAMPLES = 600  # surface points per part, on top of its vertices
 
 
 def articulate(vertices: np.ndarray, faces: np.ndarray, tolerance: float | None = None):
@@ -34,7 +31,7 @@ def articulate(vertices: np.ndarray, faces: np.ndarray, tolerance: float | None 
         parts.append((vertices[index], remap[faces[labels[faces[:, 0]] == k]]))
         members.append(index)
 
-    samples = [surface_samples(v, f, SAMPLES) for v, f in parts]
+    samples = [surface_samples(v, f, SWEEP_SAMPLES) for v, f in parts]
     contacts = {}
     for i in range(count):
         for j in range(i + 1, count):
@@ -47,8 +44,8 @@ def articulate(vertices: np.ndarray, faces: np.ndarray, tolerance: float | None 
     for child in order[1:]:
         i, j = sorted((parent[child], child))
         anchor, axis = _hinge_line(contacts[i, j], i, j, tolerance)
-        limits = _free_range(parts[parent[child]], samples[parent[child]], parts[child], samples[child],
-                             anchor, axis, tolerance)
+        limits = free_range(parts[parent[child]], samples[parent[child]], parts[child], samples[child],
+                            anchor, axis, tolerance)
         joints.append(Joint(parent[child], child, "hinge", anchor, axis, limits))
     root_first = ArticulatedObject("articulated", [parts[k] for k in order], _renumber(joints, order))
     rows = np.empty(len(vertices), dtype=np.int64)
@@ -91,34 +88,6 @@ def _hinge_line(region, i, j, tolerance):
     if width > LINE_WIDTH * tolerance or length < LINE_LENGTH * tolerance:
         raise ValueError(f"parts {i} and {j} touch over a patch or a point, not along a line: no hinge axis")
     return center, vectors[:, 2]
-
-
-def _free_range(parent, parent_points, child, child_points, anchor, axis, tolerance):
-    """How far the child turns each way about the hinge before the parts overlap (at most 180 degrees)."""
-    # points within the tolerance of the hinge line always touch the other part: they cannot tell
-    parent_points = parent_points[_line_distance(parent_points, anchor, axis) > 2 * tolerance]
-    child_points = child_points[_line_distance(child_points, anchor, axis) > 2 * tolerance]
-    limits = []
-    for sign in (-1.0, 1.0):
-        angle = 0.0
-        while angle < np.pi:
-            turn = sign * (angle + SWEEP_STEP)
-            turned_child = (_rotate(child[0], anchor, axis, turn), child[1])
-            if ((winding_number(_rotate(child_points, anchor, axis, turn), *parent) > 0.5).any()
-                    or (winding_number(parent_points, *turned_child) > 0.5).any()):
-                break
-            angle += SWEEP_STEP
-        limits.append(sign * angle)
-    return limits[0], limits[1]
-
-
-def _line_distance(points, anchor, axis):
-    offset = points - anchor
-    return np.linalg.norm(offset - np.outer(offset @ axis, axis), axis=1)
-
-
-def _rotate(points, anchor, axis, angle):
-    return (points - anchor) @ axis_rotation(axis, angle).T + anchor
 
 
 def _renumber(joints, order):

@@ -1,7 +1,8 @@
 """Procedural articulated objects: rigid parts (closed meshes) joined by hinge and slide joints.
 
 Each builder takes a numpy Generator and returns an ``ArticulatedObject`` in its rest pose, world
-space, near the origin (callers place it). Joint limits are relative to the rest pose.
+space, near the origin (callers place it). Joint limits are relative to the rest pose. Hinges sit on
+part edges, and every hinge's range is cut to where its two parts stop overlapping (``swept_limits``).
 """
 
 from dataclasses import dataclass, field
@@ -11,6 +12,11 @@ import numpy as np
 from neurok_blender.core.mesh import box_mesh
 
 from .geometry import axis_rotation as _rotation
+from .geometry import surface_distance, surface_samples, winding_number
+
+SWEEP_STEP = np.radians(1.0)
+SWEEP_SAMPLES = 600  # surface points per part, on top of its vertices
+INSIDE = 0.6  # winding number above which a point is inside (0.5 is on the surface)
 
 
 @dataclass
@@ -76,7 +82,7 @@ def door(rng):
     base = _part((post * 3, post * 3, 0.02), (0, 0, 0.01))
     frame = _part((post, post, h), (0, 0, 0.02 + h / 2))
     leaf = _part((w, t, h * 0.95), (post / 2 + w / 2, 0, 0.02 + h / 2))
-    hinge_axis_point = np.array([post / 2, 0, 0.02 + h / 2])
+    hinge_axis_point = np.array([post / 2, t / 2, 0.02 + h / 2])  # the leaf's back vertical edge
     joints = [Joint(0, 1, "fixed", np.array([0.0, 0.0, 0.02]), np.array([0.0, 0.0, 1.0])),
               _hinge(1, 2, hinge_axis_point, [0, 0, 1], (-np.radians(100), np.radians(100)))]
     return ArticulatedObject("door", [base, frame, leaf], joints)
@@ -95,14 +101,15 @@ def scissors(rng):
 
 
 def eyeglasses(rng):
-    """A front (bridge and two rims) with two temples hinged at its ends."""
+    """A front with two temples hinged behind its ends (the temples do not touch the front at rest)."""
     w, h, t = rng.uniform(0.12, 0.15), rng.uniform(0.035, 0.05), rng.uniform(0.004, 0.008)
     temple = rng.uniform(0.12, 0.15)
     fold = np.radians(rng.uniform(0, 80))
     front = _part((w, t, h), (0, 0, h / 2))
     parts, joints = [front], []
     for i, side in enumerate((-1, 1)):
-        anchor = np.array([side * w / 2, t / 2, h * 0.75])
+        # the hinge sits on a lug one temple-width behind the front, so a temple folds in without entering it
+        anchor = np.array([side * w / 2, t / 2 + t, h * 0.75])
         r = _rotation([0, 0, 1], side * fold)
         center = anchor + r @ np.array([-side * t / 2, temple / 2, 0.0])
         parts.append(_part((t, temple, t * 1.5), center, r))
@@ -113,15 +120,16 @@ def eyeglasses(rng):
 
 
 def chain(rng):
-    """Links in a row, hinged end to end with alternating axes."""
+    """A folding rule: links end to end, hinged on the top and bottom edges in turn, so it zigzags."""
     n = int(rng.integers(3, 8))
     length, width = rng.uniform(0.05, 0.15), rng.uniform(0.01, 0.03)
     parts, joints = [], []
     for i in range(n):
         parts.append(_part((length, width, width), (i * length, 0, width / 2)))
         if i:
-            axis = [0, 1, 0] if i % 2 else [0, 0, 1]
-            joints.append(_hinge(i - 1, i, [(i - 0.5) * length, 0, width / 2], axis, (-np.radians(120), np.radians(120))))
+            edge_height = width if i % 2 else 0.0
+            joints.append(_hinge(i - 1, i, [(i - 0.5) * length, 0, edge_height], [0, 1, 0],
+                                 (-np.radians(180), np.radians(180))))
     return ArticulatedObject("chain", parts, joints)
 
 
@@ -140,9 +148,12 @@ def random_assembly(rng):
             anchor = centers[parent] + direction * sizes[parent] / 2 + rng.uniform(-0.4, 0.4, 3) * sizes[parent] * (direction == 0)
             center = anchor + direction * size / 2
             if rng.random() < 0.8:
+                along, across = rng.permutation(np.nonzero(direction == 0)[0])
                 axis = np.zeros(3)
-                axis[int(rng.choice(np.nonzero(direction == 0)[0]))] = 1.0
-                joints.append(_hinge(parent, i, anchor, axis, (-np.radians(rng.uniform(20, 150)), np.radians(rng.uniform(20, 150)))))
+                axis[along] = 1.0
+                edge = anchor.copy()  # the hinge runs along an edge of the child's contact face
+                edge[across] += rng.choice([-0.5, 0.5]) * size[across]
+                joints.append(_hinge(parent, i, edge, axis, (-np.radians(rng.uniform(20, 150)), np.radians(rng.uniform(20, 150)))))
             else:
                 joints.append(Joint(parent, i, "slide", anchor, np.abs(direction), (-0.3 * size.max(), 0.3 * size.max())))
         parts.append(_part(size, center))
@@ -151,5 +162,62 @@ def random_assembly(rng):
     return ArticulatedObject("assembly", parts, joints)
 
 
-BUILDERS = {"laptop": laptop, "door": door, "scissors": scissors, "eyeglasses": eyeglasses, "chain": chain,
-            "assembly": random_assembly}
+def swept_limits(obj: ArticulatedObject, tolerance: float | None = None) -> ArticulatedObject:
+    """The object with every hinge's range cut to where its parts do not overlap."""
+    points = [surface_samples(v, f, SWEEP_SAMPLES) for v, f in obj.parts]
+    tolerance = tolerance or 1e-3 * float(np.linalg.norm(np.ptp(obj.mesh()[0], axis=0)))
+    joints = []
+    for j in obj.joints:
+        if j.kind == "hinge":
+            free = free_range(obj.parts[j.parent], points[j.parent], obj.parts[j.child], points[j.child],
+                              j.anchor, j.axis, tolerance)
+            lo, hi = j.limits if j.limits is not None else (-np.pi, np.pi)
+            j = Joint(j.parent, j.child, j.kind, j.anchor, j.axis, (max(lo, free[0]), min(hi, free[1])))
+        joints.append(j)
+    return ArticulatedObject(obj.name, obj.parts, joints)
+
+
+def free_range(parent, parent_points, child, child_points, anchor, axis, tolerance):
+    """How far the child turns each way about the hinge before the parts overlap (at most 180 degrees).
+
+    The child turns in 1-degree steps until a sample point of either part is inside the other by more
+    than the tolerance (points on the other's surface give unreliable winding numbers: faces that
+    touch, like stacked scissor blades, may slide over each other).
+    """
+    # points on the hinge line always touch the other part: they cannot tell
+    parent_points = parent_points[_line_distance(parent_points, anchor, axis) > 2 * tolerance]
+    child_points = child_points[_line_distance(child_points, anchor, axis) > 2 * tolerance]
+    limits = []
+    for sign in (-1.0, 1.0):
+        angle = 0.0
+        while angle < np.pi:
+            turn = _rotation(axis, sign * (angle + SWEEP_STEP))
+            turned_child = ((child[0] - anchor) @ turn.T + anchor, child[1])
+            if (_inside(((child_points - anchor) @ turn.T + anchor), parent, tolerance)
+                    or _inside(parent_points, turned_child, tolerance)):
+                break
+            angle += SWEEP_STEP
+        limits.append(sign * angle)
+    return limits[0], limits[1]
+
+
+def _inside(points, mesh, tolerance) -> bool:
+    inside = points[winding_number(points, *mesh) > INSIDE]
+    return bool(len(inside)) and bool((surface_distance(inside, *mesh) > tolerance).any())
+
+
+def _line_distance(points, anchor, axis):
+    offset = points - anchor
+    return np.linalg.norm(offset - np.outer(offset @ axis, axis), axis=1)
+
+
+def _swept(builder):
+    def build(rng):
+        return swept_limits(builder(rng))
+
+    build.__name__, build.__doc__ = builder.__name__, builder.__doc__
+    return build
+
+
+BUILDERS = {name: _swept(b) for name, b in {"laptop": laptop, "door": door, "scissors": scissors,
+                                           "eyeglasses": eyeglasses, "chain": chain, "assembly": random_assembly}.items()}
