@@ -16,6 +16,7 @@ import torch
 
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.mesh import box_mesh
+from training.shapes.solids import grid_surface
 
 RESULTS = Path(__file__).parent / "results"
 INTEGRATORS = ("leapfrog", "rk4", "midpoint", "dopri5")
@@ -24,17 +25,8 @@ DOWN = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
 
 def uv_sphere(rings=50, segments=52):
     """Closed UV sphere of radius 1: two poles and (rings - 1) x segments vertices (2550 by default)."""
-    theta = np.pi * np.arange(1, rings) / rings
-    phi = 2 * np.pi * np.arange(segments) / segments
-    ring = np.stack([np.outer(np.sin(theta), np.cos(phi)), np.outer(np.sin(theta), np.sin(phi)),
-                     np.repeat(np.cos(theta)[:, None], segments, 1)], -1).reshape(-1, 3)
-    v = np.concatenate([[[0, 0, 1]], ring, [[0, 0, -1]]])
-    grid = 1 + np.arange((rings - 1) * segments).reshape(rings - 1, segments)
-    right = np.roll(grid, -1, axis=1)
-    quads = [np.stack([grid[:-1], grid[1:], right[1:]], -1), np.stack([grid[:-1], right[1:], right[:-1]], -1)]
-    top = np.stack([np.zeros(segments, int), grid[0], right[0]], -1)
-    bottom = np.stack([np.full(segments, len(v) - 1), right[-1], grid[-1]], -1)
-    return v, np.concatenate([top, *[q.reshape(-1, 3) for q in quads], bottom])
+    u, v, faces = grid_surface(rings, segments)
+    return np.stack([np.sin(u) * np.cos(v), np.sin(u) * np.sin(v), np.cos(u)], 1), faces
 
 
 def speed_table():

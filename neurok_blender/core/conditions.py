@@ -24,6 +24,16 @@ class Force:
     start_frame: float = 0.0
     end_frame: float = 1.0
 
+    def application_points(self, vertices: np.ndarray) -> np.ndarray:
+        """The world points (k, 3) at frame 0 that share the force evenly."""
+        if self.vertices is not None:
+            return vertices[np.asarray(self.vertices)]
+        return np.atleast_2d(np.asarray(self.point, dtype=np.float64))
+
+    def share(self, vertices: np.ndarray) -> np.ndarray:
+        """The force on each application point, N (3,)."""
+        return np.asarray(self.vector, dtype=np.float64) / len(self.application_points(vertices))
+
 
 @dataclass
 class Conditions:

@@ -84,11 +84,15 @@ class LagrangianSystem:
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
-        """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot]."""
+        """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot].
+
+        One call for all points: H is only used at the mass points, but splitting the call measured
+        slower for the rigid map (75.5 -> 95.9 ms/frame, box onto ground, rk4).
+        """
         x, v, jac, hess = self.map.derivatives(q, q_dot, self.all_points)
         nm = self.n_mass
-        m = self.masses[..., None]
         jm, hm, vm = jac[:, :nm], hess[:, :nm], v[:, :nm]
+        m = self.masses[..., None]
         mass_matrix = torch.einsum("bpik,bpil->bkl", m[..., None] * jm, jm)
         dT_dq = torch.einsum("bpi,bpik->bk", m * vm, hm)  # sum m v . d(J q_dot)/dq
         d2x = torch.einsum("bpik,bk->bpi", hm, q_dot)
@@ -154,7 +158,7 @@ class LagrangianSystem:
         return d
 
     def potential_gradient(self, q):
-        if self.map.potential(q) is None:
+        if self.rest_stiffness is None:  # the map has no potential
             return None
         return torch.func.grad(lambda qq: self.map.potential(qq).sum())(q)
 

@@ -47,7 +47,7 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"faces must be an integer (F, 3) array of triangles, got {f.dtype} {f.shape}")
     if f.min() < 0 or f.max() >= len(v):
         raise ValueError(f"face indices must lie in [0, {len(v) - 1}], found {f.min()}..{f.max()}")
-    if _triangle_areas(v, f).sum() <= 1e-12 * max(_bbox_diagonal(v), 1e-300) ** 2:
+    if triangle_areas(v, f).sum() <= 1e-12 * max(_bbox_diagonal(v), 1e-300) ** 2:
         raise ValueError("the mesh has no area (all faces are degenerate)")
     return v, f.astype(np.int64)
 
@@ -84,7 +84,7 @@ def mass_properties(vertices: np.ndarray, faces: np.ndarray, mass: float) -> Mas
             first = (signed[:, None] * s).sum(0) / 4.0
             second = (signed[:, None, None] * outer).sum(0) / 20.0
     if not solid:
-        area = _triangle_areas(vertices, faces)
+        area = triangle_areas(vertices, faces)
         measure = area.sum()
         first = (area[:, None] * s).sum(0) / 3.0
         second = (area[:, None, None] * outer).sum(0) / 12.0
@@ -147,7 +147,7 @@ def fibonacci_sphere(n: int) -> np.ndarray:
     return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
 
 
-def _triangle_areas(vertices, faces):
+def triangle_areas(vertices, faces):
     a, b, c = (vertices[faces[:, k]] for k in range(3))
     return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
 

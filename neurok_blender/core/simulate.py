@@ -40,7 +40,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
     kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
-    system = LagrangianSystem(kmap, environment(conditions, v, kmap))
+    system = LagrangianSystem(kmap, environment(conditions, v))
 
     center = torch.as_tensor(props.center, dtype=DTYPE)
     mass_points = kmap.mass_points
@@ -68,14 +68,13 @@ def _output_points(points):
     return torch.as_tensor(p, dtype=DTYPE)[None]
 
 
-def environment(conditions: Conditions, vertices: np.ndarray, kmap) -> Environment:
+def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
     """Turn Conditions into the engine's batched tensors for one body."""
     contact = vertices[contact_samples(vertices)]
     load_points, load_vectors, load_windows = [], [], []
     for force in conditions.forces:
-        pts = np.atleast_2d(force.point) if force.point is not None else vertices[np.asarray(force.vertices)]
-        share = np.asarray(force.vector, dtype=np.float64) / len(pts)
-        for p in pts:
+        share = force.share(vertices)
+        for p in force.application_points(vertices):
             load_points.append(p)
             load_vectors.append(share)
             load_windows.append((force.start_frame / conditions.fps, force.end_frame / conditions.fps))

@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 from training.reference.articulated import ArticulatedMaterial, simulate_articulated
-from training.shapes.articulated import BUILDERS
+from training.shapes.articulated import BUILDERS, INSIDE
 from training.shapes.geometry import enclosed_volume, surface_distance, winding_number
 
 from .conditions import describe, drop_height, random_conditions, random_orientation
@@ -56,7 +56,7 @@ def _part_overlap(obj, positions) -> float:
         for j, (_, faces) in enumerate(obj.parts):
             mesh = (frame[part_ids == j], faces)
             others = frame[part_ids != j]
-            inside = others[winding_number(others, *mesh) > 0.6]
+            inside = others[winding_number(others, *mesh) > INSIDE]
             if len(inside):
                 deepest = max(deepest, float(surface_distance(inside, *mesh).max()))
     return deepest

@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 from training.reference.elastic import ElasticMaterial, simulate_elastic
-from training.shapes.geometry import triangle_areas
+from neurok_blender.core.mesh import triangle_areas
 from training.shapes.solids import superquadric
 from training.shapes.tetra import layered_tets
 

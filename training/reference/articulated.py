@@ -131,10 +131,10 @@ def _loads(conditions, vertices, part_ids, origins):
     """Each force as (part, point in part coordinates, vector, start s, end s), split over its points."""
     loads = []
     for force in conditions.forces:
-        points = vertices[np.asarray(force.vertices)] if force.vertices is not None else np.atleast_2d(force.point)
-        for p in points:
+        vector = force.share(vertices)
+        for p in force.application_points(vertices):
             part = int(part_ids[np.argmin(np.linalg.norm(vertices - p, axis=1))])
-            loads.append((part, p - origins[part], np.asarray(force.vector, float) / len(points),
+            loads.append((part, p - origins[part], vector,
                           force.start_frame / conditions.fps, force.end_frame / conditions.fps))
     return loads
 

@@ -107,9 +107,8 @@ def _loads(conditions, vertices, host, weights, elements):
     """Each force split onto the four nodes of the tet holding its point, by barycentric weight."""
     loads = []
     for force in conditions.forces:
-        points = vertices[np.asarray(force.vertices)] if force.vertices is not None else np.atleast_2d(force.point)
-        vector = np.asarray(force.vector, dtype=np.float64) / len(points)
-        for p in points:
+        vector = force.share(vertices)
+        for p in force.application_points(vertices):
             nearest = int(np.argmin(np.linalg.norm(vertices - p, axis=1)))
             for node, share in zip(elements[host[nearest]], weights[nearest]):
                 loads.append((int(node), float(share), vector, force.start_frame / conditions.fps,

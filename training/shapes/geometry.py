@@ -2,16 +2,13 @@
 
 import numpy as np
 
+from neurok_blender.core.mesh import triangle_areas
+
 
 def enclosed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
     """Volume inside a closed surface (divergence theorem), whatever its orientation."""
     a, b, c = (vertices[faces[:, k]] for k in range(3))
     return abs(float(np.einsum("fi,fi->", a, np.cross(b, c)))) / 6.0
-
-
-def triangle_areas(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
 
 
 def axis_rotation(axis, angle: float) -> np.ndarray:
