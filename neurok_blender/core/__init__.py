@@ -1,6 +1,6 @@
 """NeuROK's solver: torch and numpy only, never bpy (so it runs in any Python, inside Blender or not)."""
 
-from .conditions import CATEGORIES, Conditions, Force
+from .conditions import CATEGORIES, Conditions, Force, Pull
 from .dynamics import Environment, LagrangianSystem
 from .integrators import METHODS
 from .kinematics import KinematicMap
@@ -10,5 +10,5 @@ from .simulate import SimulationResult, simulate
 
 __all__ = [
     "CATEGORIES", "Conditions", "Environment", "Force", "KinematicMap", "LagrangianSystem", "METHODS",
-    "RigidBodyMap", "SimulationCancelled", "SimulationError", "SimulationResult", "rollout", "simulate",
+    "Pull", "RigidBodyMap", "SimulationCancelled", "SimulationError", "SimulationResult", "rollout", "simulate",
 ]

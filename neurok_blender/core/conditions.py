@@ -36,6 +36,19 @@ class Force:
 
 
 @dataclass
+class Pull:
+    """Pull and release: the body starts held with its ``vertices`` moved by ``displacement`` (m, world).
+
+    The hold is a static deformation with the handle displaced relative to the rest of the body: the
+    pull is balanced by a rigid acceleration field, so it bends the body without moving or turning it
+    as a whole. The body is let go at frame 0, from rest (plus any initial velocity).
+    """
+
+    vertices: list[int]
+    displacement: tuple[float, float, float]
+
+
+@dataclass
 class Conditions:
     """Frames are counted from 0 (the initial state, t = 0); frame k shows t = k / fps.
 
@@ -49,6 +62,7 @@ class Conditions:
     velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     forces: list[Force] = field(default_factory=list)
+    pull: Pull | None = None
     mass: float = 1.0
     friction: float = 0.5
     restitution: float = 0.3
@@ -79,6 +93,8 @@ class Conditions:
             raise ValueError(f"substeps must be a positive integer or None, got {self.substeps!r}")
         for i, force in enumerate(self.forces):
             _check_force(i, force, vertex_count)
+        if self.pull is not None:
+            _check_pull(self.pull, vertex_count)
 
 
 def _check_force(i, force, vertex_count):
@@ -100,6 +116,17 @@ def _check_force(i, force, vertex_count):
         raise ValueError(f"{name}: start_frame and end_frame must be finite")
     if force.end_frame <= force.start_frame:
         raise ValueError(f"{name}: end_frame ({force.end_frame}) must be after start_frame ({force.start_frame})")
+
+
+def _check_pull(pull, vertex_count):
+    _vector("pull.displacement", pull.displacement)
+    idx = np.asarray(pull.vertices)
+    if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError("pull.vertices must be a non-empty list of vertex indices")
+    if idx.min() < 0 or idx.max() >= vertex_count:
+        raise ValueError(f"pull.vertices must lie in [0, {vertex_count - 1}]")
+    if len(np.unique(idx)) == vertex_count:
+        raise ValueError("pull.vertices must leave some vertices free: pulling all of them only moves the body")
 
 
 def _vector(name, value):

@@ -39,6 +39,8 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
+    if conditions.pull is not None:
+        raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
     kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
     system = LagrangianSystem(kmap, environment(conditions, v))
 

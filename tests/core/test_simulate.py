@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from neurok_blender.core import (Conditions, Environment, Force, LagrangianSystem, RigidBodyMap,
+from neurok_blender.core import (Conditions, Environment, Force, LagrangianSystem, Pull, RigidBodyMap,
                                  SimulationCancelled, SimulationError, rollout, simulate)
 from shapes import box
 
@@ -36,6 +36,10 @@ def test_result_shapes_and_types():
         (dict(forces=[Force((1.0, 0.0, 0.0))]), "exactly one of point or vertices"),
         (dict(forces=[Force((1.0, 0.0, 0.0), vertices=[99])]), "vertices"),
         (dict(forces=[Force((1.0, 0.0, 0.0), point=(0.0, 0.0, 0.0), start_frame=5, end_frame=5)]), "end_frame"),
+        (dict(pull=Pull([99], (0.0, 0.0, 0.1))), "pull.vertices"),
+        (dict(pull=Pull(list(range(8)), (0.0, 0.0, 0.1))), "leave some vertices free"),
+        (dict(pull=Pull([0], (0.0, float("nan"), 0.1))), "pull.displacement"),
+        (dict(pull=Pull([0], (0.0, 0.0, 0.1))), "rigid category has no deformation"),
     ],
 )
 def test_bad_conditions_are_refused_with_the_field_named(change, message):
