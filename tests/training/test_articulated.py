@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from neurok_blender.core import Conditions, Force
+from neurok_blender.core import Conditions, Force, Pull
 from training.reference.articulated import ArticulatedMaterial, simulate_articulated
-from training.shapes.articulated import BUILDERS
+from training.shapes.articulated import BUILDERS, ArticulatedObject
 
 G = 9.81
 
@@ -80,3 +80,25 @@ def test_swept_hinge_ranges_keep_parts_out_of_each_other(name):
     obj = lifted(name, seed=2, height=0.5)
     run = simulate_articulated(obj, conditions=Conditions(frames=36, ground_height=0.0, angular_velocity=(2.0, 3.0, 1.0)))
     assert _part_overlap(obj, run.positions) < 0.005
+
+
+def test_a_pulled_lid_turns_its_hinge_to_the_handle_target_with_the_base_held():
+    obj = BUILDERS["laptop"](np.random.default_rng(0))
+    vertices, _, parts = obj.mesh()
+    lid = np.flatnonzero(parts == parts.max())
+    handle = int(lid[np.argmax(vertices[lid, 2])])
+    hinge = obj.joints[0]
+    arm = vertices[handle] - hinge.anchor
+    turn = 0.3  # rad about the hinge (Rodrigues): a target the joint can reach
+    k = hinge.axis
+    target = hinge.anchor + arm * np.cos(turn) + np.cross(k, arm) * np.sin(turn) + k * (k @ arm) * (1 - np.cos(turn))
+    pulled = simulate_articulated(obj, conditions=Conditions(frames=3, pull=Pull([handle], tuple(target - vertices[handle]))))
+    moved = pulled.positions[0] - vertices
+    assert np.linalg.norm(pulled.positions[0, handle] - target) < 0.002
+    assert np.abs(moved[parts == 0]).max() < 0.002  # the anchor part stays
+    assert abs(abs(pulled.joint_angles[0, 0]) - turn) < 0.01
+    # a push along the hinge axis cannot be reached: the pose stays put and says how far it missed
+    sideways = simulate_articulated(obj, conditions=Conditions(frames=2, pull=Pull([handle], tuple(0.05 * k))))
+    assert sideways.hold_gap > 0.04
+    with pytest.raises(ValueError, match="single rigid part"):
+        simulate_articulated(ArticulatedObject("one part", obj.parts[:1]), conditions=Conditions(frames=2, pull=Pull([0], (0.0, 0.0, 0.1))))

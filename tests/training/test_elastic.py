@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neurok_blender.core import Conditions, Force
+from neurok_blender.core import Conditions, Force, Pull
 from training.reference.elastic import ElasticMaterial, simulate_elastic
 from training.shapes.solids import superquadric
 from training.shapes.tetra import embed, layered_tets, tet_volumes, tetrahedralize
@@ -39,6 +39,21 @@ def test_a_push_moves_the_centre_of_mass_by_its_impulse(blob):
     expected = 3.0 / 2.0 * (dt**2 / 2 + dt * (total - dt))
     # measured 0.3% short of the impulse along the push, 1e-10 m across it
     np.testing.assert_allclose(run.center[-1] - run.center[0], [0.0, expected, 0.0], atol=0.01 * expected)
+
+
+def test_a_pulled_handle_starts_displaced_with_the_far_side_held_and_springs_back(blob):
+    v, f, tets = blob
+    handle = int(np.argmax(v[:, 0]))
+    far = np.linalg.norm(v - v[handle], axis=1) > 0.8 * np.linalg.norm(v - v[handle], axis=1).max()
+    cond = Conditions(frames=12, gravity=(0.0, 0.0, 0.0), pull=Pull([handle], (0.05, 0.0, 0.0)))
+    run = simulate_elastic(v, f, ElasticMaterial(young=1e4), cond, tets=tets)
+    np.testing.assert_allclose(run.positions[0, handle] - v[handle], [0.05, 0.0, 0.0], atol=1e-6)
+    assert np.abs(run.positions[0, far] - v[far]).max() < 1e-6  # the anchor was held at rest
+    assert run.hold_speed < 1e-3  # released from (nearly) still
+    # let go, the stretched side springs back (measured 0.05 -> 0.013 m a frame later)
+    assert run.positions[1, handle, 0] - v[handle, 0] < 0.03
+    momentum = run.center[1:] - run.center[:-1]  # the hold's grips push the body, it then drifts freely
+    np.testing.assert_allclose(momentum[-1], momentum[-2], atol=1e-4)
 
 
 def test_a_dropped_blob_lands_keeps_its_volume_and_repeats_exactly(blob):

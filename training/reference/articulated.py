@@ -19,6 +19,7 @@ from training.shapes.geometry import enclosed_volume
 
 TIMESTEP = 0.001  # s, the largest step; each frame takes a whole number of steps
 CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms (>= 2 steps), critically damped: ~1 mm sag
+IK_ITERATIONS, IK_DAMPING, ANCHOR_WEIGHT = 60, 1e-3, 100.0  # the pulled pose's inverse kinematics
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class ArticulatedRun:
     energy: np.ndarray  # (frames,) kinetic + gravity potential + joint springs, J
     pivot_gap: float  # largest distance between a joint's anchor seen from parent and child, m
     warnings: int  # MuJoCo's warning count
+    hold_gap: float = 0.0  # pull only: how far the handle stayed from its target (joints limit its reach), m
 
 
 def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial | None = None,
@@ -54,6 +56,7 @@ def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial |
     mujoco.mj_forward(model, data)
 
     body_of_part = np.array([model.body(f"part{i}").id for i in range(len(obj.parts))])
+    hold_gap = _hold(model, data, conditions, vertices, part_ids, origins, body_of_part)
     _set_initial_velocity(model, data, body_of_part[0], origins[0], conditions)
     loads = _loads(conditions, vertices, part_ids, origins)
     steps = int(np.ceil(1.0 / (conditions.fps * TIMESTEP)))
@@ -78,7 +81,56 @@ def simulate_articulated(obj: ArticulatedObject, material: ArticulatedMaterial |
     if not np.isfinite(positions).all():
         raise RuntimeError(f"MuJoCo produced non-finite positions for {obj.name}")
     return ArticulatedRun(positions, part_ids, np.asarray(angles), np.asarray(energy), gap,
-                          int(sum(w.number for w in data.warning)))
+                          int(sum(w.number for w in data.warning)), hold_gap)
+
+
+def _grips(conditions, vertices, part_ids):
+    """Pull: (handle part, handle point, anchor part), the anchor being the part farthest from the handle."""
+    handle = np.asarray(conditions.pull.vertices)
+    part = int(np.bincount(part_ids[handle]).argmax())
+    point = vertices[handle].mean(0)
+    others = part_ids != part
+    if not others.any():
+        raise ValueError("pull: a single rigid part cannot bend; pull an object with joints")
+    far = np.flatnonzero(others)[np.argmax(np.linalg.norm(vertices[others] - point, axis=1))]
+    return part, point, int(part_ids[far])
+
+
+def _hold(model, data, conditions, vertices, part_ids, origins, bodies) -> float:
+    """The pulled pose (``hold.py``), found by inverse kinematics since joints are the only give:
+
+        dq = argmin |J_h dq + r_h|^2 + w |J_a dq + r_a|^2 + lambda |dq|^2      (damped Gauss-Newton)
+
+    with r_h the handle point's distance from its target and r_a that of three points of the anchor
+    part from their rest places; joint limits clamp. A point on a hinged lid moves on a circle, so the
+    target may be out of reach: the pose gets as close as the joints allow. Returns the remaining
+    distance of the handle from its target, m."""
+    if conditions.pull is None:
+        return 0.0
+    part, point, anchor_part = _grips(conditions, vertices, part_ids)
+    target = point + np.asarray(conditions.pull.displacement, dtype=np.float64)
+    size = np.ptp(vertices, axis=0).max()
+    grips = [(bodies[part], point - origins[part], target, 1.0)] + [
+        (bodies[anchor_part], offset, origins[anchor_part] + offset, ANCHOR_WEIGHT)
+        for offset in np.vstack([np.zeros(3), 0.5 * size * np.eye(3)[:2]])]
+    jacobian = np.zeros((3, model.nv))
+    for _ in range(IK_ITERATIONS):
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        normal, gradient = IK_DAMPING * size**2 * np.eye(model.nv), np.zeros(model.nv)
+        for body, local, goal, weight in grips:
+            at = data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
+            mujoco.mj_jac(model, data, jacobian, None, at, body)
+            normal += weight * jacobian.T @ jacobian
+            gradient += weight * jacobian.T @ (at - goal)
+        step = -np.linalg.solve(normal, gradient)
+        mujoco.mj_integratePos(model, data.qpos, step, 1.0)
+        limited = model.jnt_limited.astype(bool)
+        address = model.jnt_qposadr[limited]
+        data.qpos[address] = np.clip(data.qpos[address], *model.jnt_range[limited].T)
+    data.qvel[:] = 0.0
+    mujoco.mj_forward(model, data)
+    return float(np.linalg.norm(data.xpos[bodies[part]] + data.xmat[bodies[part]].reshape(3, 3) @ grips[0][1] - target))
 
 
 def model_xml(obj: ArticulatedObject, origins, material, conditions) -> str:

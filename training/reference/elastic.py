@@ -15,6 +15,8 @@ from neurok_blender.core import Conditions
 from neurok_blender.core.mesh import check_mesh, is_closed
 from training.shapes.tetra import embed, tet_volumes, tetrahedralize
 
+from .hold import RAMP, STILL, anchor, damping_factor, hold_steps, ramp
+
 TIMESTEP = 0.001
 RADIUS = 0.002  # m: contact skin of the flex vertices
 CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms, critically damped (MuJoCo's 20 ms default sagged 2 cm)
@@ -34,6 +36,7 @@ class ElasticRun:
     volume_ratio: np.ndarray  # (frames,) tet volume over rest volume
     center: np.ndarray  # (frames, 3) centre of mass of the tet nodes
     warnings: int  # MuJoCo's warning count (e.g. an under-converged flex solve)
+    hold_speed: float = 0.0  # pull only: the largest node speed left when the hold let go, m/s
 
 
 def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
@@ -60,8 +63,11 @@ def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
     steps = int(np.ceil(1.0 / (conditions.fps * TIMESTEP)))
     model.opt.timestep = 1.0 / (conditions.fps * steps)
     dofs = model.body_dofadr[bodies][:, None] + np.arange(3)
-    center = (masses[:, None] * points).sum(0) / masses.sum()
-    velocity = np.asarray(conditions.velocity) + np.cross(np.asarray(conditions.angular_velocity), points - center)
+    mujoco.mj_forward(model, data)
+    held = _hold(model, data, conditions, vertices, host, weights, elements, masses, bodies, dofs)
+    current = data.flexvert_xpos.copy()
+    center = (masses[:, None] * current).sum(0) / masses.sum()
+    velocity = np.asarray(conditions.velocity) + np.cross(np.asarray(conditions.angular_velocity), current - center)
     data.qvel[dofs.ravel()] = velocity.ravel()
     mujoco.mj_forward(model, data)
     loads = _loads(conditions, vertices, host, weights, elements)
@@ -84,7 +90,37 @@ def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
         ratios.append(tet_volumes(current, elements).sum() / volumes.sum())
         centers.append((masses[:, None] * current).sum(0) / masses.sum())
     return ElasticRun(np.asarray(frames, dtype=np.float32), np.asarray(ratios), np.asarray(centers),
-                      int(sum(w.number for w in data.warning)))
+                      int(sum(w.number for w in data.warning)), held)
+
+
+def _hold(model, data, conditions, vertices, host, weights, elements, masses, bodies, dofs) -> float:
+    """Hold the pulled shape (``hold.py``): the handle's tet nodes are moved by the displacement and
+    the anchor nodes kept at rest (positions overwritten after every step), the rest damped still
+    with gravity off. Returns the largest node speed left at release, m/s."""
+    if conditions.pull is None:
+        return 0.0
+    handle = np.asarray(conditions.pull.vertices)
+    moved = np.unique(elements[host[handle]])
+    points = data.flexvert_xpos.copy()
+    held = np.setdiff1d(anchor(points, vertices[handle]), moved)
+    displacement = np.asarray(conditions.pull.displacement, dtype=np.float64)
+    gravity = model.opt.gravity.copy()
+    model.opt.gravity[:] = 0.0
+    damping, dt = damping_factor(model.opt.timestep), model.opt.timestep
+    rest = data.qpos[dofs].copy()  # (N, 3): each flex vertex's three slide joints
+    for step in range(hold_steps(dt)):
+        mujoco.mj_step(model, data)
+        data.qvel[:] *= damping
+        data.qpos[dofs[moved]] = rest[moved] + ramp((step + 1) * dt) * displacement
+        data.qpos[dofs[held]] = rest[held]
+        data.qvel[dofs[np.concatenate([moved, held])]] = 0.0
+        if step * dt > RAMP and np.abs(data.qvel).max() < STILL:
+            break
+    speed = float(np.abs(data.qvel).max())
+    data.qvel[:] = 0.0
+    model.opt.gravity[:] = gravity
+    mujoco.mj_forward(model, data)
+    return speed
 
 
 def _model_xml(points, elements, material, conditions):
