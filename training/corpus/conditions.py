@@ -1,8 +1,8 @@
-"""Random physical conditions shared by every category: pose, drop, throw, push, mass."""
+"""Random physical conditions shared by the solid categories: pose, drop, throw, push, pull, mass."""
 
 import numpy as np
 
-from neurok_blender.core import Conditions, Force
+from neurok_blender.core import Conditions, Force, Pull
 
 FRAMES, FPS = 60, 24.0
 
@@ -24,7 +24,8 @@ def drop_height(rng, vertices) -> float:
 
 
 def random_conditions(rng, vertices) -> Conditions:
-    """A drop with a random throw and spin; half of the runs get a push on one vertex for 2-8 frames."""
+    """A drop with a random throw and spin; half of the runs get a push on one vertex for 2-8 frames,
+    a quarter a pull-and-release of a small handle (1-8 neighbouring vertices) by 5-25 % of the body's size."""
     mass = float(np.exp(rng.uniform(np.log(0.2), np.log(5.0))))
     forces = []
     if rng.random() < 0.5:
@@ -33,8 +34,15 @@ def random_conditions(rng, vertices) -> Conditions:
         forces.append(Force(tuple(direction / np.linalg.norm(direction) * mass * 9.81 * rng.uniform(0.5, 4.0)),
                             point=tuple(vertices[int(rng.integers(len(vertices)))]),
                             start_frame=start, end_frame=start + int(rng.integers(2, 9))))
+    pull = None
+    if rng.random() < 0.25:
+        grabbed = vertices[int(rng.integers(len(vertices)))]
+        handle = np.argsort(np.linalg.norm(vertices - grabbed, axis=1))[:int(rng.integers(1, 9))]
+        direction = rng.normal(size=3)
+        size = float(np.ptp(vertices, axis=0).max())
+        pull = Pull(sorted(int(i) for i in handle), tuple(direction / np.linalg.norm(direction) * size * rng.uniform(0.05, 0.25)))
     # MuJoCo's contacts here are critically damped (restitution 0); friction is the ground's
-    return Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=mass, forces=forces,
+    return Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=mass, forces=forces, pull=pull,
                       velocity=(rng.normal(0, 0.7), rng.normal(0, 0.7), rng.uniform(-1.0, 1.5)),
                       angular_velocity=tuple(rng.normal(0, 2.5, size=3)), friction=float(rng.uniform(0.2, 1.0)),
                       restitution=0.0)
@@ -44,4 +52,5 @@ def describe(conditions: Conditions) -> dict:
     """Conditions as plain data for the manifest."""
     d = dict(vars(conditions))
     d["forces"] = [dict(vars(f)) for f in conditions.forces]
+    d["pull"] = None if conditions.pull is None else dict(vars(conditions.pull))
     return d

@@ -12,7 +12,7 @@ from training.shapes.tetra import layered_tets
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
-GENERATOR = "elastic-mujoco-flex-1"
+GENERATOR = "elastic-mujoco-flex-2"  # 2: pull-and-release
 SIMULATION_GRID = dict(rings=14, segments=20)  # the FEM's coarser copy of the shape: 2 layers, 525 nodes
 
 
@@ -37,6 +37,8 @@ def sample_elastic(seed: int, split: str) -> Sequence:
     checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())),
               "volume_error": float(np.abs(run.volume_ratio - 1).max()),
               "finite": bool(np.isfinite(run.positions).all()), "solver_warnings": run.warnings, "seconds": seconds}
+    if conditions.pull is not None:
+        checks["hold_speed"] = run.hold_speed
     return Sequence(
         category="elastic", shape=f"superquadric-{shape_seed}", split=split, seed=seed, fps=conditions.fps,
         rest_vertices=vertices.astype(np.float32), faces=faces.astype(np.int32), positions=run.positions,
