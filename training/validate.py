@@ -20,7 +20,8 @@ from training.corpus.shards import read_shard
 
 # A check passes when its value is at most this (booleans: must be True).
 LIMITS = {"penetration": 0.01, "pivot_gap": 1e-6, "energy_rise": 0.01, "volume_error": 0.15, "finite": True,
-          "solver_warnings": 0, "part_overlap": 0.005}
+          "solver_warnings": 0, "part_overlap": 0.005, "hold_gap": 0.005, "hold_speed": 0.002,
+          "strain_p99": 0.1, "inside_obstacles": 0.01}
 SHEET_FRAMES = (0, 15, 30, 59)
 
 
@@ -56,13 +57,14 @@ def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, 
             sequence = read_shard(corpus / row["shard"])[row["index"]]
             for frame in SHEET_FRAMES:
                 path = Path(frames) / f"{row['shard']}-{row['index']}-{frame}.png"
-                _render_state(bpy, sequence.positions[frame].astype(np.float64), sequence.faces, path)
+                _render_state(bpy, sequence.positions[frame].astype(np.float64), sequence.faces, path,
+                              sequence.conditions.get("obstacles", []))
                 paths.append(path)
         contact_sheet(paths, destination, columns=len(SHEET_FRAMES))
 
 
-def _render_state(bpy, vertices, faces, path):
-    """One small Cycles picture of a mesh state on the ground, framed on the mesh."""
+def _render_state(bpy, vertices, faces, path, obstacles=()):
+    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the mesh."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     mesh = bpy.data.meshes.new("state")
@@ -70,7 +72,15 @@ def _render_state(bpy, vertices, faces, path):
     mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
     scene.collection.objects.link(bpy.data.objects.new("state", mesh))
     bpy.ops.mesh.primitive_plane_add(size=100.0)
-    bpy.context.active_object.data.materials.append(material("ground", (0.6, 0.6, 0.62, 1.0), 0.7))
+    grey = material("ground", (0.6, 0.6, 0.62, 1.0), 0.7)
+    bpy.context.active_object.data.materials.append(grey)
+    for o in obstacles:
+        if o["kind"] == "sphere":
+            bpy.ops.mesh.primitive_uv_sphere_add(radius=o["radius"], location=o["center"])
+        else:
+            bpy.ops.mesh.primitive_cube_add(size=1.0, location=np.asarray(o["corner"]) + np.asarray(o["size"]) / 2,
+                                            scale=o["size"])
+        bpy.context.active_object.data.materials.append(grey)
     center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
     look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
     sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)

@@ -16,6 +16,7 @@ from neurok_blender.core.mesh import check_mesh, is_closed
 from training.shapes.tetra import embed, tet_volumes, tetrahedralize
 
 from .hold import RAMP, STILL, anchor, damping_factor, hold_steps, ramp
+from .stability import refuse_instability
 
 TIMESTEP = 0.001
 RADIUS = 0.002  # m: contact skin of the flex vertices
@@ -83,6 +84,7 @@ def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
             for _ in range(steps):
                 mujoco.mj_step(model, data)
             mujoco.mj_forward(model, data)  # after a discrete step the flex positions are one step old
+            refuse_instability(data, frame)
         current = data.flexvert_xpos.copy()
         if not np.isfinite(current).all():
             raise RuntimeError(f"MuJoCo flex went non-finite before frame {frame}")
