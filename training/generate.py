@@ -19,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from training.corpus import articulated, cloth, elastic
+from training.corpus import articulated, cloth, continuum, elastic
 from training.corpus.shards import write_manifest, write_shard
 
-SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth, "elastic": elastic.sample_elastic}
-GENERATORS = {"articulated": articulated.GENERATOR, "cloth": cloth.GENERATOR, "elastic": elastic.GENERATOR}
+SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth,
+            "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic}
+GENERATORS = {name: module.GENERATOR for name, module in
+              (("articulated", articulated), ("cloth", cloth), ("continuum", continuum), ("elastic", elastic))}
 
 
 def shard_path(out: Path, category: str, split: str, index: int) -> Path:

@@ -42,11 +42,11 @@ def sample_elastic(seed: int, split: str) -> Sequence:
     return Sequence(
         category="elastic", shape=f"superquadric-{shape_seed}", split=split, seed=seed, fps=conditions.fps,
         rest_vertices=vertices.astype(np.float32), faces=faces.astype(np.int32), positions=run.positions,
-        masses=_surface_masses(vertices, faces, conditions.mass), material=vars(material),
+        masses=surface_masses(vertices, faces, conditions.mass), material=vars(material),
         conditions=describe(conditions), checks=checks, generator=GENERATOR)
 
 
-def _surface_masses(vertices, faces, mass):
+def surface_masses(vertices, faces, mass):
     """The body's mass spread over the surface vertices by their share of the area (a third per triangle)."""
     area = triangle_areas(vertices, faces)
     share = np.zeros(len(vertices))

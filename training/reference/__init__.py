@@ -13,7 +13,7 @@ import numpy as np
 from neurok_blender.core import Conditions
 from neurok_blender.core.mesh import check_mesh
 
-AVAILABLE = ("elastic", "cloth", "articulated")
+AVAILABLE = ("elastic", "cloth", "continuum", "articulated")
 STAR_SHAPED_LIMIT = 1000  # vertices: up to this a star-shaped surface gets deterministic layered tets
 
 
@@ -21,14 +21,12 @@ def reference_simulate(vertices, faces, category: str, material=None, conditions
     """World positions (frames, V, 3) float32 of the mesh's vertices simulated by the category's engine.
 
     ``material=None`` is the category's default (``ElasticMaterial()``, ``ClothMaterial()``,
-    ``ArticulatedMaterial()``). Cloth runs Blender's own simulator in this process (it resets bpy's scene).
+    ``ContinuumMaterial()`` (snow), ``ArticulatedMaterial()``). Cloth runs Blender's own simulator in this process (it resets bpy's scene).
     An elastic surface that is star-shaped about its centroid (and small) is filled with layered tets,
     deterministically; any other closed surface by TetWild, whose tets differ slightly from run to run.
     An articulated mesh is read as its loose parts, hinged where they touch along a line.
     """
     if category not in AVAILABLE:
-        if category == "continuum":
-            raise ValueError(f"the {category} reference engine is not built yet; available: {', '.join(AVAILABLE)}")
         raise ValueError(f"unknown category {category!r}; available: {', '.join(AVAILABLE)}")
     vertices, faces = check_mesh(vertices, faces)
     if len(np.unique(faces)) != len(vertices):
@@ -51,6 +49,10 @@ def reference_simulate(vertices, faces, category: str, material=None, conditions
         from .cloth import simulate_cloth
 
         return simulate_cloth(vertices, faces, material, conditions).positions
+    if category == "continuum":
+        from .continuum import simulate_continuum
+
+        return simulate_continuum(vertices, faces, material, conditions).positions
     from .articulate import articulate
     from .articulated import simulate_articulated
 
