@@ -147,6 +147,21 @@ def fibonacci_sphere(n: int) -> np.ndarray:
     return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
 
 
+def loose_parts(faces: np.ndarray, vertex_count: int) -> np.ndarray:
+    """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex)."""
+    labels = np.arange(vertex_count)
+    while True:
+        low = labels[faces].min(axis=1)
+        updated = labels.copy()
+        np.minimum.at(updated, faces.ravel(), np.repeat(low, 3))
+        updated = updated[updated]  # pointer jumping: follow labels to their roots
+        if np.array_equal(updated, labels):
+            break
+        labels = updated
+    _, dense = np.unique(labels, return_inverse=True)
+    return dense
+
+
 def triangle_areas(vertices, faces):
     a, b, c = (vertices[faces[:, k]] for k in range(3))
     return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from neurok_blender.core.mesh import triangle_areas
+from neurok_blender.core.mesh import loose_parts, triangle_areas  # noqa: F401 (loose_parts: shared here)
 
 
 def enclosed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
@@ -16,21 +16,6 @@ def axis_rotation(axis, angle: float) -> np.ndarray:
     axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
     k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
     return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-
-
-def loose_parts(faces: np.ndarray, vertex_count: int) -> np.ndarray:
-    """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex)."""
-    labels = np.arange(vertex_count)
-    while True:
-        low = labels[faces].min(axis=1)
-        updated = labels.copy()
-        np.minimum.at(updated, faces.ravel(), np.repeat(low, 3))
-        updated = updated[updated]  # pointer jumping: follow labels to their roots
-        if np.array_equal(updated, labels):
-            break
-        labels = updated
-    _, dense = np.unique(labels, return_inverse=True)
-    return dense
 
 
 def surface_samples(vertices: np.ndarray, faces: np.ndarray, count: int, seed: int = 0) -> np.ndarray:

@@ -1,0 +1,86 @@
+"""Training examples for the NeuROK model: pairs of frames of one sequence, augmented, in model units.
+
+One example: the mesh at frame a is the static shape M0; frame b, moved rigidly back onto frame a
+(mass-weighted Kabsch), is the deformation target, because the solver carries rigid motion in its
+own coordinates (p, R) and the model only has to learn the rest. Augmentation: a random turn about
+the gravity axis, a random stretch along each axis (a new shape, deformed consistently), and fresh
+random point samples every time.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neurok_blender.core.mesh import loose_parts
+from neurok_blender.core.model import ModelConfig, part_centroids_of
+from neurok_blender.core.skinning import skinning
+from neurok_blender.core.surface import sample_surface, spread_queries
+from training.corpus.sequence import Sequence
+
+REST_FRAME_SHARE = 0.5  # how often M0 is the first frame (the artist's rest mesh), else any frame
+EVALUATION_POINTS = 1024
+
+
+@dataclass
+class Prepared:
+    """What a sequence needs for fast example making."""
+
+    sequence: Sequence
+    vertex_parts: np.ndarray
+    triangle_parts: np.ndarray
+
+
+def prepare(sequence: Sequence) -> Prepared:
+    parts = sequence.part_ids if sequence.part_ids is not None else loose_parts(sequence.faces, len(sequence.rest_vertices))
+    parts = np.unique(parts, return_inverse=True)[1]
+    return Prepared(sequence, parts, parts[sequence.faces[:, 0]])
+
+
+def rigid_alignment(source, target, weights):
+    """R, t minimizing sum w |R source + t - target|^2 (Kabsch, reflection excluded)."""
+    w = weights / weights.sum()
+    cs, ct = w @ source, w @ target
+    h = ((source - cs) * w[:, None]).T @ (target - ct)
+    u, _, vt = np.linalg.svd(h)
+    d = np.sign(np.linalg.det(vt.T @ u.T))
+    rotation = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+    return rotation, ct - rotation @ cs
+
+
+def make_example(item: Prepared, rng, config: ModelConfig, augment: bool = True) -> dict:
+    s = item.sequence
+    frames = len(s.positions)
+    a = 0 if rng.random() < REST_FRAME_SHARE else int(rng.integers(frames))
+    b = int(rng.integers(frames))
+    shape, target = s.positions[a].astype(np.float64), s.positions[b].astype(np.float64)
+    if augment:
+        turn = rng.uniform(0, 2 * np.pi)
+        c, sn = np.cos(turn), np.sin(turn)
+        transform = np.array([[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]]) @ np.diag(np.exp(rng.uniform(-0.25, 0.25, 3)))
+        shape, target = shape @ transform.T, target @ transform.T
+    rotation, shift = rigid_alignment(target, shape, s.masses.astype(np.float64))
+    target = target @ rotation.T + shift
+    low, high = shape.min(0), shape.max(0)
+    center, scale = (low + high) / 2, np.linalg.norm(high - low)
+    shape, target = (shape - center) / scale, (target - center) / scale
+
+    faces = s.faces
+    samples = sample_surface(shape, faces, config.encoder_points, rng)
+    queries = spread_queries(shape, faces, item.triangle_parts, config.queries, rng)
+    evaluation = sample_surface(shape, faces, EVALUATION_POINTS, rng)
+    sample_parts, query_parts = item.triangle_parts[samples.faces], item.triangle_parts[queries.faces]
+    centroids = part_centroids_of(np.concatenate([samples.points, queries.points]), np.concatenate([sample_parts, query_parts]))
+    skin = skinning(evaluation.points, queries.points, item.triangle_parts[evaluation.faces], query_parts,
+                    config.neighbours)
+    return {
+        "points": samples.points, "normals": samples.normals, "offsets": samples.points - centroids[sample_parts],
+        "deformation": samples.interpolate(target, faces) - samples.points,
+        "queries": queries.points, "query_normals": queries.normals,
+        "query_offsets": queries.points - centroids[query_parts],
+        "evaluation": evaluation.points, "targets": evaluation.interpolate(target, faces),
+        "skin_index": skin.index.numpy(), "skin_weight": skin.weight.numpy(),
+    }
+
+
+def collate(examples: list[dict]) -> dict:
+    return {k: np.stack([e[k] for e in examples]) for k in examples[0]}

@@ -1,0 +1,147 @@
+"""Train the NeuROK model on the corpus; the shipped weights come from this script.
+
+    python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
+                                        [--displacement] [--hours H]
+
+Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
+of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
+latent. Resumable: OUT/checkpoint.pt (model, optimizer, step) is rewritten every --save-every steps
+and the same command continues from it; every batch and the posterior's noise are drawn from
+generators seeded by (seed, step), so a resumed run repeats an uninterrupted one exactly. OUT/log.jsonl gets the
+losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
+"""
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurok_blender.core.checkpoint import read_checkpoint, resolve_device, save_checkpoint
+from neurok_blender.core.model import ModelConfig, NeuROKModel
+from neurok_blender.core.skinning import Skinning
+from training.corpus.shards import read_shard
+from training.examples import collate, make_example, prepare
+
+UNIT = 0.01  # the reconstruction error is measured in 1 % of the bounding-box diagonal
+KL_WEIGHT = 0.01
+VALIDATION_EXAMPLES = 64
+
+
+def load_corpus(corpus: Path, split: str) -> list:
+    items = []
+    for path in sorted(corpus.glob(f"*-{split}-*.npz")):
+        items += [prepare(s) for s in read_shard(path)]
+    if not items:
+        raise ValueError(f"no {split} sequences in {corpus}")
+    return items
+
+
+def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
+    t = {k: torch.as_tensor(v, device=device) for k, v in batch.items()}
+    f = {k: v.float() for k, v in t.items() if v.is_floating_point()}
+    return {"features": model.point_features(f["points"], f["normals"], f["offsets"]),
+            "query_features": model.point_features(f["queries"], f["query_normals"], f["query_offsets"]),
+            "queries": f["queries"], "deformation": f["deformation"], "evaluation": f["evaluation"],
+            "targets": f["targets"], "skin": Skinning(t["skin_index"], t["skin_weight"].float())}
+
+
+def losses(model: NeuROKModel, t: dict, sample: bool = True) -> dict:
+    prior_mean, tokens = model.prior(t["features"])
+    mean, log_variance = model.posterior(t["features"], t["deformation"])
+    z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_variance) if sample else mean
+    decoded = model.deform(z, tokens, t["query_features"], t["queries"], t["evaluation"], t["skin"])
+    error = decoded - t["targets"]
+    reconstruction = (error ** 2).sum(-1).mean() / UNIT**2
+    # KL(N(mu, s^2) || N(mu_cond, 1)) = 1/2 sum (s^2 + (mu - mu_cond)^2 - 1 - log s^2)
+    kl = 0.5 * (log_variance.exp() + (mean - prior_mean) ** 2 - 1 - log_variance).sum((-1, -2)).mean()
+    return {"loss": reconstruction + KL_WEIGHT * kl, "reconstruction": reconstruction, "kl": kl,
+            "vertex_error": error.norm(dim=-1).mean()}
+
+
+def draw_batch(items, seed: int, step: int, size: int, config: ModelConfig, augment: bool = True) -> dict:
+    rng = np.random.default_rng([seed, step])
+    return collate([make_example(items[int(rng.integers(len(items)))], rng, config, augment) for _ in range(size)])
+
+
+def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
+          save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
+          until: int | None = None) -> Path:
+    """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
+    earlier, resumably. Returns the path of the model file."""
+    out.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(device)
+    torch.manual_seed(seed)
+    model = NeuROKModel(config).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
+    checkpoint, step, elapsed = out / "checkpoint.pt", 0, 0.0
+    if checkpoint.exists():
+        payload = read_checkpoint(checkpoint)
+        if payload["config"] != model.config_dict():
+            raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
+        model.load_state_dict(payload["weights"])
+        optimizer.load_state_dict(payload["optimizer"])
+        step, elapsed = payload["step"], payload["about"]["seconds"]
+        print(f"resuming at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
+    items = load_corpus(corpus, "train")
+    heldout = load_corpus(corpus, "heldout")
+    validation = batch_tensors(model, draw_batch(heldout, seed + 1, 0, VALIDATION_EXAMPLES, config, augment=False), device)
+    print(f"{len(items)} training sequences, {len(heldout)} held out; {sum(p.numel() for p in model.parameters()):,} "
+          f"parameters on {device}", flush=True)
+
+    def about():
+        return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
+                "batch": batch, "seed": seed, "device": str(device)}
+
+    began = time.perf_counter() - elapsed
+    with (out / "log.jsonl").open("a") as log:
+        while step < min(steps, until or steps) and (hours is None or elapsed < hours * 3600):
+            for group in optimizer.param_groups:  # cosine decay over the planned steps
+                group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
+            model.train()
+            torch.manual_seed(seed * 1_000_003 + step)  # the posterior's noise, per step
+            values = losses(model, batch_tensors(model, draw_batch(items, seed, step, batch, config), device))
+            optimizer.zero_grad()
+            values["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            elapsed = time.perf_counter() - began
+            if step % log_every == 0 or step == steps:
+                model.eval()
+                with torch.no_grad():
+                    held = losses(model, validation, sample=False)
+                row = {"step": step, "seconds": round(elapsed, 1), **{k: v.item() for k, v in values.items()},
+                       "heldout_vertex_error": float(held["vertex_error"]), "heldout_kl": float(held["kl"])}
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+                print(f"step {step}: loss {row['loss']:.3f} (reconstruction {row['reconstruction']:.3f}, kl "
+                      f"{row['kl']:.1f}); held-out vertex error {row['heldout_vertex_error']:.4f} of the diagonal "
+                      f"[{elapsed / 60:.1f} min]", flush=True)
+            if step % save_every == 0:
+                save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
+    save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
+    save_checkpoint(out / "neurok.pt", model, about())
+    return out / "neurok.pt"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--steps", type=int, default=20000)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--hours", type=float, default=None, help="stop (resumably) after this much training time")
+    parser.add_argument("--displacement", action="store_true", help="the ablation: plain displacements, no dual quaternions")
+    a = parser.parse_args()
+    train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, ModelConfig(dual_quaternion=not a.displacement),
+          hours=a.hours)
+
+
+if __name__ == "__main__":
+    main()
