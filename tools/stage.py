@@ -55,6 +55,35 @@ def cycles_cpu(scene, samples, width, height):
     scene.render.resolution_x, scene.render.resolution_y = width, height
 
 
+def render_mesh(vertices, faces, path, obstacles=()):
+    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the mesh."""
+    import bpy
+    import numpy as np
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("state")
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
+    scene.collection.objects.link(bpy.data.objects.new("state", mesh))
+    bpy.ops.mesh.primitive_plane_add(size=100.0)
+    grey = material("ground", (0.6, 0.6, 0.62, 1.0), 0.7)
+    bpy.context.active_object.data.materials.append(grey)
+    for o in obstacles:
+        if o["kind"] == "sphere":
+            bpy.ops.mesh.primitive_uv_sphere_add(radius=o["radius"], location=o["center"])
+        else:
+            bpy.ops.mesh.primitive_cube_add(size=1.0, location=np.asarray(o["corner"]) + np.asarray(o["size"]) / 2,
+                                            scale=o["size"])
+        bpy.context.active_object.data.materials.append(grey)
+    center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
+    look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
+    sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)
+    cycles_cpu(scene, samples=16, width=200, height=150)
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+
+
 def contact_sheet(paths: list[Path], destination: Path, columns=4):
     """Tile rendered frames into one PNG or JPEG (by suffix) with Blender's own image API."""
     import bpy

@@ -29,14 +29,25 @@ from training.examples import collate, make_example, prepare
 UNIT = 0.01  # the reconstruction error is measured in 1 % of the bounding-box diagonal
 KL_WEIGHT = 0.01
 VALIDATION_EXAMPLES = 64
+MAX_PENETRATION = 0.02  # m below the ground
+
+
+def usable(sequence) -> bool:
+    """Leave out runs whose surface ended up deep in the ground: sand that flew apart carries its
+    surface vertices anywhere, and that is no deformation to learn."""
+    return sequence.checks.get("finite", True) and sequence.checks.get("penetration", 0.0) <= MAX_PENETRATION
 
 
 def load_corpus(corpus: Path, split: str) -> list:
-    items = []
+    items, skipped = [], 0
     for path in sorted(corpus.glob(f"*-{split}-*.npz")):
-        items += [prepare(s) for s in read_shard(path)]
+        sequences = read_shard(path)
+        items += [prepare(s) for s in sequences if usable(s)]
+        skipped += sum(not usable(s) for s in sequences)
     if not items:
         raise ValueError(f"no {split} sequences in {corpus}")
+    if skipped:
+        print(f"{split}: left out {skipped} sequences that failed their checks", flush=True)
     return items
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tools.build_extension import isolate_user_folders
-from tools.stage import contact_sheet, cycles_cpu, look_at_camera, material, sun_and_sky
+from tools.stage import contact_sheet, render_mesh
 from training.corpus.shards import read_shard
 
 # A check passes when its value is at most this (booleans: must be True).
@@ -48,8 +48,6 @@ def table(rows: list[dict]) -> str:
 
 def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, seed: int = 0):
     """Rows of ``count`` random sequences, columns at SHEET_FRAMES."""
-    import bpy
-
     picked = [rows[i] for i in np.random.default_rng(seed).choice(len(rows), min(count, len(rows)), replace=False)]
     with tempfile.TemporaryDirectory() as frames:
         paths = []
@@ -57,36 +55,10 @@ def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, 
             sequence = read_shard(corpus / row["shard"])[row["index"]]
             for frame in SHEET_FRAMES:
                 path = Path(frames) / f"{row['shard']}-{row['index']}-{frame}.png"
-                _render_state(bpy, sequence.positions[frame].astype(np.float64), sequence.faces, path,
-                              sequence.conditions.get("obstacles", []))
+                render_mesh(sequence.positions[frame].astype(np.float64), sequence.faces, path,
+                            sequence.conditions.get("obstacles", []))
                 paths.append(path)
         contact_sheet(paths, destination, columns=len(SHEET_FRAMES))
-
-
-def _render_state(bpy, vertices, faces, path, obstacles=()):
-    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the mesh."""
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
-    mesh = bpy.data.meshes.new("state")
-    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
-    mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
-    scene.collection.objects.link(bpy.data.objects.new("state", mesh))
-    bpy.ops.mesh.primitive_plane_add(size=100.0)
-    grey = material("ground", (0.6, 0.6, 0.62, 1.0), 0.7)
-    bpy.context.active_object.data.materials.append(grey)
-    for o in obstacles:
-        if o["kind"] == "sphere":
-            bpy.ops.mesh.primitive_uv_sphere_add(radius=o["radius"], location=o["center"])
-        else:
-            bpy.ops.mesh.primitive_cube_add(size=1.0, location=np.asarray(o["corner"]) + np.asarray(o["size"]) / 2,
-                                            scale=o["size"])
-        bpy.context.active_object.data.materials.append(grey)
-    center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
-    look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
-    sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)
-    cycles_cpu(scene, samples=16, width=200, height=150)
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
 
 
 def main():

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from neurok_blender.core.checkpoint import load_model, resolve_device, save_checkpoint
+from neurok_blender.core.fitting import chamfer_l1, fit_pose
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
@@ -189,3 +190,24 @@ def test_the_active_subspace_finds_the_directions_that_move_the_shape():
     assert (subspace.eigenvalues[8:].abs() < 1e-12 * subspace.eigenvalues[0]).all()  # only 8 live directions
     assert active_subspace(model, prior_mean, tokens, query_features).size <= 8
     torch.testing.assert_close(subspace.latent(prior_mean, torch.zeros(4, dtype=torch.float64)), prior_mean)
+
+
+def test_pose_fitting_finds_a_moved_copy_of_the_shape():
+    torch.manual_seed(0)
+    model = NeuROKModel(TINY)
+    shape = prepare_shape(*box_mesh((1.0, 0.6, 0.3)), TINY)
+    features, query_features, queries = shape_tensors(model, shape)
+    prior_mean, tokens = model.prior(features)
+    points = torch.as_tensor(sample_surface(shape.vertices, shape.faces, 300, np.random.default_rng(0)).points,
+                             dtype=torch.float32)
+    skin = skinning(points.numpy(), shape.queries.points, k=TINY.neighbours)
+    with torch.no_grad():
+        rest = model.deform(prior_mean, tokens, query_features, queries, points, skin)
+    turn = exp_so3(torch.tensor([0.0, 0.0, 0.3]))
+    target = (rest - rest.mean(0)) @ turn.T + rest.mean(0) + torch.tensor([0.1, -0.05, 0.02])
+    subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=2)
+    fit = fit_pose(model, prior_mean.detach(), tokens.detach(), query_features, queries, points, skin, target,
+                   subspace=subspace, steps=150)
+    assert chamfer_l1(rest, target) > 0.05
+    assert fit.chamfer < 0.01  # measured 0.003
+    torch.testing.assert_close(fit.rotation[2], torch.tensor(0.3), atol=0.05, rtol=0)
