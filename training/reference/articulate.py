@@ -9,8 +9,9 @@ hinge's range is swept (``free_range``) until the parts would overlap.
 
 import numpy as np
 
+from neurok_blender.core.mesh import loose_parts
 from training.shapes.articulated import SWEEP_SAMPLES, ArticulatedObject, Joint, free_range
-from training.shapes.geometry import loose_parts, surface_distance, surface_samples
+from training.shapes.geometry import surface_distance, surface_samples
 
 LINE_WIDTH, LINE_LENGTH = 3.0, 10.0  # in tolerances
 

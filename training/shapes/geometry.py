@@ -1,8 +1,8 @@
-"""Mesh queries the reference simulators need: loose parts, distances to a surface, inside tests."""
+"""Mesh queries the reference simulators need: volumes, rotations, distances to a surface, inside tests."""
 
 import numpy as np
 
-from neurok_blender.core.mesh import loose_parts, triangle_areas  # noqa: F401 (loose_parts: shared here)
+from neurok_blender.core.mesh import triangle_areas
 
 
 def enclosed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:

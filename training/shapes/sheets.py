@@ -8,7 +8,7 @@ of a sphere, a tube, a lampshade cone and a wavy height field.
 
 import numpy as np
 
-from training.shapes.geometry import loose_parts
+from neurok_blender.core.mesh import loose_parts
 
 SPACING = (0.045, 0.08)  # lattice spacing over the sheet's half-size: about 300-1500 vertices
 
