@@ -72,6 +72,8 @@ class LagrangianSystem:
         self.n_mass = kinematic_map.mass_points.shape[1]
         self.n_contact = self.contact_points.shape[1]
         self.all_points = torch.cat([kinematic_map.mass_points, self.contact_points, self.load_points], 1)
+        for points in (kinematic_map.mass_points, self.all_points):
+            kinematic_map.attach(points)
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in

@@ -80,6 +80,7 @@ def quaternion_multiply(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def rotate(q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Rotate x (..., 3) by the unit quaternion q (..., 4): x + 2 r x (r x x + w x)."""
     w, r = q[..., :1], q[..., 1:]
+    r, x = torch.broadcast_tensors(r, x)  # cross does not broadcast
     return x + 2 * torch.cross(r, torch.cross(r, x, dim=-1) + w * x, dim=-1)
 
 

@@ -1,0 +1,77 @@
+"""Learned coordinates in the engine, on a small random decoder: the physics must hold for any decoder."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurok_blender.core import Environment, LagrangianSystem, rollout
+from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
+from neurok_blender.core.neural import NeuralBodyMap
+from neurok_blender.core.reduction import active_subspace
+from neurok_blender.core.surface import sample_surface
+
+TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
+                   encoder_points=128, queries=32)
+
+
+@pytest.fixture(scope="module")
+def body():
+    torch.manual_seed(0)
+    model = NeuROKModel(TINY).double()
+    with torch.no_grad():  # a decoder that really deforms
+        model.head[-1].weight.mul_(30.0)
+    vertices, faces = box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5))
+    shape = prepare_shape(vertices, faces, TINY)
+    features, query_features, _ = shape_tensors(model, shape, dtype=torch.float64)
+    prior_mean, tokens = model.prior(features)
+    subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=3)
+    points = sample_surface(vertices, faces, 40, np.random.default_rng(1)).points
+    return NeuralBodyMap(model, shape, subspace, points, np.full(40, 2.0 / 40), frequency=2.0), vertices
+
+
+def test_the_rest_coordinates_give_the_rest_shape_and_the_jacobian_its_derivative(body):
+    kmap, _ = body
+    q0 = kmap.rest_coordinates()
+    torch.testing.assert_close(kmap.embed(q0, kmap.mass_points), kmap.mass_points)
+    q = q0 + torch.tensor([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2, 0.5, -0.4, 0.3]], dtype=torch.float64)
+    x, jac = kmap.jacobian(q, kmap.mass_points)
+    h = 1e-6
+    for k in range(q.shape[1]):
+        e = torch.zeros_like(q)
+        e[0, k] = h
+        column = (kmap.embed(q + e, kmap.mass_points) - kmap.embed(q - e, kmap.mass_points)) / (2 * h)
+        torch.testing.assert_close(jac[..., k], column, atol=1e-7, rtol=1e-6)
+    assert jac[..., 6:].abs().max() > 1e-3  # the latent really moves the points
+
+
+def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
+    kmap, _ = body
+    system = LagrangianSystem(kmap, Environment(gravity=torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)))
+    q0 = kmap.rest_coordinates()
+    q_dot0 = torch.zeros_like(q0)
+    q_dot0[0, 6] = 3.0  # set the shape wobbling
+    trajectory = rollout(system, q0, q_dot0, 5, 24.0, "rk4", kmap.mass_points, substeps=4)
+    m = kmap.masses[0, :, None].numpy()
+    centers = (np.asarray(trajectory.points[:, 0], dtype=np.float64) * m).sum(1) / m.sum()
+    _, jacobian = kmap.jacobian(q0, kmap.mass_points)
+    velocity = (torch.einsum("bpik,bk->pi", jacobian, q_dot0).numpy() * m).sum(0) / m.sum()  # the wobble moves it too
+    t = np.arange(5)[:, None] / 24.0
+    # the translation row of the Euler-Lagrange equation is the total momentum balance, exact up to
+    # the integrator (rk4 at 96 steps/s: measured 6e-5 m after 4 frames, of an 8 cm fall)
+    np.testing.assert_allclose(centers - centers[0], velocity * t + [0.0, 0.0, -0.5 * 9.81] * t**2, atol=1e-4)
+    assert np.abs(trajectory.coordinates[:, 0, 6]).max() > 0.05  # while it wobbles
+
+
+@pytest.mark.xfail(strict=True, reason="open: the total drifts by about 0.5 % of the wobble's energy per frame, "
+                   "as much at 8 substeps as at 2, so some term is not conservative yet")
+def test_without_gravity_or_damping_the_energy_stays(body):
+    kmap, _ = body
+    system = LagrangianSystem(kmap, Environment(gravity=torch.zeros(3, dtype=torch.float64)))
+    q0 = kmap.rest_coordinates()
+    q_dot0 = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -1.0, 1.5]], dtype=torch.float64)  # a wobble at 2 Hz
+    trajectory = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=4)
+    total = sum(trajectory.energy[k][:, 0] for k in ("kinetic", "potential"))
+    # energy flows into the spring (measured 5 %: the rest goes into rigid motion, the wobble's recoil)
+    assert trajectory.energy["potential"][:, 0].max() > 0.02 * total[0]
+    assert np.abs(total - total[0]).max() < 1e-4 * total[0]
