@@ -8,7 +8,7 @@ import pytest
 from neurok_blender.core import Conditions, Force, Pull
 from training.corpus.cloth import sample_cloth
 from training.reference.cloth import ClothMaterial, simulate_cloth
-from training.shapes.geometry import loose_parts
+from neurok_blender.core.mesh import loose_parts
 from training.shapes.sheets import lattice_sheet, random_cloth
 from training.shapes.solids import grid_surface
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from neurok_blender.core import Conditions
-from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.mesh import box_mesh, loose_parts
 from training.reference import reference_simulate
 from training.reference.articulate import articulate
 from training.shapes.articulated import laptop
-from training.shapes.geometry import loose_parts, surface_distance, winding_number
+from training.shapes.geometry import surface_distance, winding_number
 from training.shapes.solids import superquadric
 
 

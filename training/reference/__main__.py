@@ -12,24 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from neurok_blender.core import Conditions
+from training.shapes.library import read_obj
 
 from . import AVAILABLE, reference_simulate
-
-
-def read_obj(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices and triangles of a Wavefront OBJ (polygons split into fans; texture and normal indices ignored)."""
-    vertices, faces = [], []
-    for line in path.read_text().splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "v":
-            vertices.append([float(x) for x in parts[1:4]])
-        elif parts[0] == "f":
-            index = [int(token.split("/")[0]) for token in parts[1:]]
-            index = [i - 1 if i > 0 else len(vertices) + i for i in index]
-            faces += [[index[0], index[k], index[k + 1]] for k in range(1, len(index) - 1)]
-    return np.asarray(vertices, dtype=np.float64).reshape(-1, 3), np.asarray(faces, dtype=np.int64).reshape(-1, 3)
 
 
 def main(argv=None):
