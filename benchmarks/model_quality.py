@@ -79,12 +79,10 @@ class Object:
         return float((self.decode(model, mean) - self.aligned).norm(dim=-1).mean())
 
     def fit(self, model, subspace="reduced", steps=200):
-        chosen = {"reduced": self.subspace, "full": None}.get(subspace, self.subspace)
-        args = (model, self.prior_mean, self.tokens, self.query_features, self.queries, self.points,
-                self.shape.skin, self.target)
-        if subspace == "rigid only":  # no deformation coordinates: zero steps on s, the pose alone
-            return fit_pose(*args, subspace=_frozen(self.subspace), steps=steps)
-        return fit_pose(*args, subspace=chosen, steps=steps)
+        # "rigid only": a subspace with no directions, so only the pose moves
+        chosen = {"reduced": self.subspace, "full": None, "rigid only": _frozen(self.subspace)}[subspace]
+        return fit_pose(model, self.prior_mean, self.tokens, self.query_features, self.queries, self.points,
+                        self.shape.skin, self.target, subspace=chosen, steps=steps)
 
     def iou(self, fitted) -> float | None:
         faces = self.sequence.faces

@@ -61,8 +61,8 @@ def skinning(vertices: np.ndarray, queries: np.ndarray, vertex_parts: np.ndarray
 
 
 def quaternion_from_rotation_vector(w: torch.Tensor) -> torch.Tensor:
-    """(cos(|w|/2), sin(|w|/2) w/|w|) as (..., 4), w first; the half-angle sinc is a series-free
-    smooth form: sin(a)/a with a guarded denominator, exact to float precision for tiny angles."""
+    """(cos(|w|/2), sin(|w|/2) w/|w|) as (..., 4), w first; below |w|^2 = 1e-8 the factor
+    sin(|w|/2)/|w| is its two-term series 1/2 - |w|^2/48, exact to float64 there and smooth."""
     angle2 = (w * w).sum(-1, keepdim=True)
     half = 0.5 * torch.sqrt(angle2 + 1e-24)
     small = angle2 < 1e-8
