@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .mesh import check_mesh, loose_parts
-from .network import Block, FourierFeatures, PerceiverEncoder
+from .network import Block, FourierFeatures, LayerNorm, PerceiverEncoder
 from .skinning import NEIGHBOURS, Skinning, deform, skinning
 from .surface import SurfaceSamples, sample_surface, spread_queries
 
@@ -113,7 +113,7 @@ class NeuROKModel(nn.Module):
         self.decoder = nn.ModuleList(Block(w, config.heads) for _ in range(config.decoder_depth))
         self.query_embed = nn.Linear(point, w)
         self.query_read = Block(w, config.heads)
-        self.head = nn.Sequential(nn.LayerNorm(w), nn.Linear(w, w), nn.GELU(), nn.Linear(w, 6))
+        self.head = nn.Sequential(LayerNorm(w), nn.Linear(w, w), nn.GELU(), nn.Linear(w, 6))
         with torch.no_grad():  # start from "no deformation"
             self.head[-1].weight.mul_(0.01)
             self.head[-1].bias.zero_()

@@ -80,6 +80,32 @@ def test_decoder_jacobian_matches_finite_differences_in_forward_mode():
     torch.testing.assert_close(jacobian, torch.stack(columns, 1), atol=1e-7, rtol=1e-5)
 
 
+def test_decoder_second_forward_derivative_matches_finite_differences():
+    """The engine's Coriolis terms are jvps of jvps: a wrong one (nn.LayerNorm's in torch 2.13) breaks
+    energy conservation while every first derivative still checks out."""
+    torch.manual_seed(0)
+    model = NeuROKModel(TINY).double()
+    with torch.no_grad():
+        model.head[-1].weight.mul_(100.0)
+    shape = prepare_shape(*box_mesh(), TINY)
+    features, query_features, queries = shape_tensors(model, shape, dtype=torch.float64)
+    _, tokens = model.prior(features)
+    points = torch.as_tensor(shape.vertices)
+
+    def decode(z):
+        return model.deform(z, tokens, query_features, queries, points, shape.skin)
+
+    def directional(z, a):
+        return torch.func.jvp(decode, (z,), (a,))[1]
+
+    z, a, b = (torch.randn(8, 4, dtype=torch.float64) for _ in range(3))
+    nested = torch.func.jvp(lambda zz: directional(zz, a), (z,), (b,))[1]
+    h = 1e-5
+    finite = (directional(z + h * b, a) - directional(z - h * b, a)) / (2 * h)
+    assert finite.abs().max() > 1e-2
+    torch.testing.assert_close(nested, finite, atol=1e-7, rtol=1e-5)
+
+
 def test_dual_quaternion_skinning_moves_rigidly_and_blends_one_motion_exactly():
     rng = np.random.default_rng(0)
     queries = torch.as_tensor(rng.normal(size=(6, 3)))

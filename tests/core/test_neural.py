@@ -63,15 +63,14 @@ def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
     assert np.abs(trajectory.coordinates[:, 0, 6]).max() > 0.05  # while it wobbles
 
 
-@pytest.mark.xfail(strict=True, reason="open: the total drifts by about 0.5 % of the wobble's energy per frame, "
-                   "as much at 8 substeps as at 2, so some term is not conservative yet")
 def test_without_gravity_or_damping_the_energy_stays(body):
     kmap, _ = body
     system = LagrangianSystem(kmap, Environment(gravity=torch.zeros(3, dtype=torch.float64)))
     q0 = kmap.rest_coordinates()
     q_dot0 = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -1.0, 1.5]], dtype=torch.float64)  # a wobble at 2 Hz
-    trajectory = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=4)
+    trajectory = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=8)
     total = sum(trajectory.energy[k][:, 0] for k in ("kinetic", "potential"))
     # energy flows into the spring (measured 5 %: the rest goes into rigid motion, the wobble's recoil)
     assert trajectory.energy["potential"][:, 0].max() > 0.02 * total[0]
+    # rk4's own error: measured 2.2e-5 of the total at 8 substeps, 1.3e-2 at 2 (h^4), 3e-6 with dopri5
     assert np.abs(total - total[0]).max() < 1e-4 * total[0]
