@@ -1,4 +1,4 @@
-"""Continuum sequences: a procedural solid of jelly, snow, clay or sand, MLS-MPM in Taichi.
+"""Continuum sequences: a solid (``solids.py``) of jelly, snow, clay or sand, MLS-MPM in Taichi.
 
 Stiffness is drawn relative to the body's own weight, E = S rho g L (L the cube root of its volume):
 a body then looks as soft or as firm whatever its size and mass, and the step count, set by the wave
@@ -14,13 +14,13 @@ import numpy as np
 
 from training.reference.continuum import MODELS, ContinuumMaterial, simulate_continuum
 from training.shapes.geometry import enclosed_volume
-from training.shapes.solids import superquadric
 
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .elastic import surface_masses
-from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
+from .sequence import SPLIT_STREAM, Sequence
+from .solids import random_solid
 
-GENERATOR = "continuum-taichi-mpm-1"
+GENERATOR = "continuum-taichi-mpm-2"  # 2: blobs and named objects besides superquadrics
 PARTICLES = 4000
 SOFT_PUSH = 0.25  # pushes on jelly and clay are scaled by this, from 0.5-4 body weights to 0.125-1
 
@@ -28,8 +28,7 @@ SOFT_PUSH = 0.25  # pushes on jelly and clay are scaled by this, from 0.5-4 body
 def sample_continuum(seed: int, split: str) -> Sequence:
     """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed."""
     rng = np.random.default_rng([seed, SPLIT_STREAM[split]])
-    shape_seed = int(rng.integers(0, HELDOUT_SHAPES)) + (HELDOUT_SHAPES if split == "heldout" else 0)
-    vertices, faces = superquadric(np.random.default_rng(shape_seed))
+    shape, vertices, faces = random_solid(rng, split)
     rotation = random_orientation(rng)
     vertices = vertices @ rotation.T
     vertices = vertices + [0.0, 0.0, drop_height(rng, vertices)]
@@ -58,7 +57,7 @@ def sample_continuum(seed: int, split: str) -> Sequence:
     if conditions.pull is not None:
         checks["hold_speed"] = run.hold_speed
     return Sequence(
-        category="continuum", shape=f"superquadric-{shape_seed}", split=split, seed=seed, fps=conditions.fps,
+        category="continuum", shape=shape, split=split, seed=seed, fps=conditions.fps,
         rest_vertices=vertices.astype(np.float32), faces=faces.astype(np.int32), positions=run.positions,
         masses=surface_masses(vertices, faces, conditions.mass), material=vars(material),
         conditions=describe(conditions), checks=checks, generator=GENERATOR)
