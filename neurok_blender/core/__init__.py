@@ -4,11 +4,12 @@ from .conditions import CATEGORIES, Conditions, Force, Pull
 from .dynamics import Environment, LagrangianSystem
 from .integrators import METHODS
 from .kinematics import KinematicMap
+from .neurok import NeuROK
 from .rigid import RigidBodyMap
 from .rollout import SimulationCancelled, SimulationError, rollout
 from .simulate import SimulationResult, simulate
 
 __all__ = [
     "CATEGORIES", "Conditions", "Environment", "Force", "KinematicMap", "LagrangianSystem", "METHODS",
-    "Pull", "RigidBodyMap", "SimulationCancelled", "SimulationError", "SimulationResult", "rollout", "simulate",
+    "NeuROK", "Pull", "RigidBodyMap", "SimulationCancelled", "SimulationError", "SimulationResult", "rollout", "simulate",
 ]

@@ -7,7 +7,9 @@ import numpy as np
 
 from .integrators import METHODS
 
-CATEGORIES = ("rigid",)
+EXPANSIONS = ("quadratic", "exact")
+CATEGORIES = ("auto", "elastic", "cloth", "continuum", "articulated", "rigid")
+DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Conditions:
     """Frames are counted from 0 (the initial state, t = 0); frame k shows t = k / fps.
 
     Units are SI: m, s, kg, N, rad/s. ``substeps=None`` picks the step from the stiffest spring.
+    ``category`` is a hint for the neural solver ("auto" reads the mesh: open -> cloth, several loose
+    parts -> articulated, else elastic); "rigid" keeps the rigid-only coordinates. ``stiffness`` and
+    ``damping`` scale the category's default material (1 = the reference simulator's default).
     """
 
     frames: int = 48
@@ -67,9 +72,12 @@ class Conditions:
     friction: float = 0.5
     restitution: float = 0.3
     drag: float = 0.0
-    category: str = "rigid"
+    category: str = "auto"
+    stiffness: float = 1.0
+    damping: float = 1.0
     integrator: str = "rk4"
     substeps: int | None = None
+    expansion: str = "quadratic"  # the neural decoder in the dynamics: "quadratic" (fast) or "exact"
 
     def check(self, vertex_count: int) -> None:
         """Raise ValueError naming the first bad field."""
@@ -83,12 +91,16 @@ class Conditions:
             raise ValueError(f"ground_height must be finite or None, got {self.ground_height}")
         _non_negative("friction", self.friction)
         _non_negative("drag", self.drag)
+        _positive("stiffness", self.stiffness)
+        _non_negative("damping", self.damping)
         if not (0.0 <= self.restitution <= 1.0):
             raise ValueError(f"restitution must lie in [0, 1], got {self.restitution}")
         if self.category not in CATEGORIES:
             raise ValueError(f"unknown category {self.category!r}; choose one of {', '.join(CATEGORIES)}")
         if self.integrator not in METHODS:
             raise ValueError(f"unknown integrator {self.integrator!r}; choose one of {', '.join(METHODS)}")
+        if self.expansion not in EXPANSIONS:
+            raise ValueError(f"unknown expansion {self.expansion!r}; choose one of {', '.join(EXPANSIONS)}")
         if self.substeps is not None and not (isinstance(self.substeps, (int, np.integer)) and self.substeps >= 1):
             raise ValueError(f"substeps must be a positive integer or None, got {self.substeps!r}")
         for i, force in enumerate(self.forces):

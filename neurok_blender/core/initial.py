@@ -14,9 +14,10 @@ GAUSS_NEWTON_ITERATIONS = 30
 TOLERANCE = 1e-12
 
 
-def fit_initial_state(kmap: KinematicMap, points, targets, velocities, weights):
-    """Fit (q0, q_dot0) of shape (B, n) to target positions and velocities (B, P, 3) of rest points (B, P, 3)."""
-    q = kmap.rest_coordinates()
+def fit_initial_state(kmap: KinematicMap, points, targets, velocities, weights, start=None):
+    """Fit (q0, q_dot0) of shape (B, n) to target positions and velocities (B, P, 3) of rest points
+    (B, P, 3); the position fit starts from ``start`` (default: the rest coordinates)."""
+    q = kmap.rest_coordinates() if start is None else start
     w = weights[..., None, None]
     for _ in range(GAUSS_NEWTON_ITERATIONS):
         x, jac = kmap.jacobian(q, points)

@@ -39,9 +39,10 @@ class KinematicMap:
         """q of the undeformed body where it stands: (B, n)."""
         return torch.zeros(self.batch, self.n_dof, dtype=self.dtype)
 
-    def attach(self, points: torch.Tensor) -> None:
+    def attach(self, points: torch.Tensor, output: bool = False) -> None:
         """Prepare for material points (B, P, 3) that ``embed`` will be asked about (called before any
-        transform runs: a learned map finds their neighbours among its query points here)."""
+        transform runs: a learned map finds their neighbours among its query points here).
+        ``output=True``: the points are only drawn, never differentiated."""
 
     def embed(self, q: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
         """World positions (B, P, 3) at q of the material points given at rest (B, P, 3)."""

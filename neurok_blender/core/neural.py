@@ -8,6 +8,16 @@ exactly, whatever the decoder does at the prior mean, so the body starts where t
 The engine differentiates x with forward-mode products (``KinematicMap``): mass matrix J^T m J,
 quadratic velocity term and J^T f come out of the decoder's own Jacobian.
 
+The decoder's per-query motions m(s) = (w_j, t_j) come either from the network itself ("exact": a
+transformer pass per derivative, about 0.5 s per force evaluation on this CPU) or from its
+second-order expansion at the rest state ("quadratic", the default):
+
+    m(s) ~ m(0) + A s + 1/2 B[s, s],   A = dm/ds (0),  B = d2m/ds2 (0)
+
+computed once per object by forward-mode derivatives of the network. The dynamics are then exactly
+those of this quadratic map (energy is conserved to the integrator's accuracy); against the network
+it differs by 1 % of the motion at |s| = 1 and 4 % at |s| = 2 (measured, benchmarks/neural_speed.py).
+
 Potential: V(s) = 1/2 omega^2 sum_i m_i |y_i(s) - xbar_i|^2, a spring for every mass point back to
 its rest place in the body's own frame: zero at rest, blind to rigid motion, and with the kinetic
 energy T = 1/2 sum m |x_dot|^2 every small deformation oscillates at omega.
@@ -18,48 +28,111 @@ import copy
 import numpy as np
 import torch
 
+from .conditions import EXPANSIONS
 from .kinematics import KinematicMap
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .reduction import Subspace
+from .rigid import posed_derivatives, posed_jacobian
 from .rotation import body_angular_velocity, exp_so3
-from .skinning import skinning
+from .skinning import deform, skinning
+
+
+class DecoderMotions:
+    """m(s): the network's per-query rotation vectors and displacements (B, Q, 3) each, model units."""
+
+    def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, dtype):
+        self.model = copy.deepcopy(model).to(dtype).requires_grad_(False)  # the engine differentiates in q only
+        features, self.query_features, self.queries = shape_tensors(self.model, shape, dtype=dtype)
+        with torch.no_grad():
+            self.prior_mean, self.tokens = self.model.prior(features)
+        self.basis = subspace.basis.to(dtype)
+
+    def __call__(self, s):
+        z = self.prior_mean + torch.einsum("bi,ilc->blc", s, self.basis)
+        return self.model.motions(z, self.tokens, self.query_features)
+
+
+class QuadraticMotions:
+    """m(s) = m(0) + A s + 1/2 B[s, s], the second-order expansion of ``DecoderMotions`` at s = 0."""
+
+    def __init__(self, exact: DecoderMotions):
+        self.exact = exact
+        self.queries = exact.queries
+        k = len(exact.basis)
+
+        def flat(s):  # (k,) -> (Q, 6)
+            return torch.cat(exact(s[None]), -1)[0]
+
+        s0 = torch.zeros(k, dtype=exact.basis.dtype)
+        with torch.no_grad():
+            self.m0 = flat(s0)
+        self.first = torch.func.jacfwd(flat)(s0)  # (Q, 6, k)
+        self.second = torch.func.jacfwd(torch.func.jacfwd(flat))(s0)  # (Q, 6, k, k)
+
+    def __call__(self, s):
+        m = (self.m0 + torch.einsum("qci,bi->bqc", self.first, s)
+             + 0.5 * torch.einsum("qcij,bi,bj->bqc", self.second, s, s))
+        return m[..., :3], m[..., 3:]
 
 
 class NeuralBodyMap(KinematicMap):
     """One body (B = 1) on the learned coordinates of ``model`` for ``shape``."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
-                 frequency: float, dtype=torch.float64):
-        self.model = copy.deepcopy(model).to(dtype).requires_grad_(False)  # the engine differentiates in q only
+                 frequency: float, dtype=torch.float64, expansion: str = "quadratic"):
+        if expansion not in EXPANSIONS:
+            raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
-        features, self.query_features, self.queries = shape_tensors(self.model, shape, dtype=dtype)
-        with torch.no_grad():
-            self.prior_mean, self.tokens = self.model.prior(features)
-        self.basis = subspace.basis.to(dtype)
+        exact = DecoderMotions(model, shape, subspace, dtype)
+        self.motions = exact if expansion == "exact" else QuadraticMotions(exact)
+        self.queries = exact.queries
+        self.dual_quaternion = model.config.dual_quaternion
+        self.neighbours = model.config.neighbours
         self.mass_points = torch.as_tensor(np.asarray(mass_points), dtype=dtype)[None]
         self.masses = torch.as_tensor(np.asarray(masses), dtype=dtype)[None]
         self.center = (self.masses[0, :, None] * self.mass_points[0]).sum(0) / self.masses.sum()
         self.orientation = torch.eye(3, dtype=dtype)[None]
         self.omega2 = (2 * np.pi * frequency) ** 2
-        k = len(self.basis)
+        k = subspace.size
         self.rigid_dofs = torch.cat([torch.ones(6, dtype=torch.bool), torch.zeros(k, dtype=torch.bool)])
         self.scale = torch.tensor(shape.scale, dtype=dtype)
-        self.offset = torch.as_tensor(shape.center, dtype=dtype)
         self._skins = {}
         self.attach(self.mass_points)
 
     def rest_coordinates(self):
-        return torch.cat([self.center, torch.zeros(3 + len(self.basis), dtype=self.dtype)])[None]
+        return torch.cat([self.center, torch.zeros(3 + self.reduced_size, dtype=self.dtype)])[None]
 
-    def attach(self, points):
-        """Each point follows the query points of the part of its nearest mesh vertex."""
+    @property
+    def reduced_size(self) -> int:
+        return self.n_dof - 6
+
+    def attach(self, points, parts=None, output=False):
+        """Each point follows the query points of its part: ``parts`` (P,) when known (the mesh's own
+        vertices), else the part of its nearest mesh vertex.
+
+        With the quadratic expansion, points the engine differentiates (``output=False``: mass,
+        contact, load points) get their own second-order expansion y(s) = xbar + Y s + 1/2 Z[s, s],
+        so their derivatives are closed forms (``rigid.posed_derivatives``); output points (a mesh
+        drawn every frame) follow dual-quaternion skinning of the quadratic motions instead, which
+        agrees with it to second order and needs no (V, 3, k, k) table.
+        """
         key = (points.data_ptr(), tuple(points.shape))
-        if key not in self._skins:
-            model_points = (points[0].detach().numpy() - self.shape.center) / self.shape.scale
-            nearest = np.argmin(((model_points[:, None] - self.shape.vertices[None]) ** 2).sum(-1), axis=1)
-            self._skins[key] = (torch.as_tensor(model_points, dtype=self.dtype),
-                                skinning(model_points, self.shape.queries.points, self.shape.vertex_parts[nearest],
-                                         self.shape.query_parts, self.model.config.neighbours))
+        if key in self._skins:
+            return
+        model_points = (points[0].detach().numpy() - self.shape.center) / self.shape.scale
+        if parts is None:
+            parts = self.shape.vertex_parts[nearest_vertices(model_points, self.shape.vertices)]
+        points_t = torch.as_tensor(model_points, dtype=self.dtype)
+        skin = skinning(model_points, self.shape.queries.points, parts, self.shape.query_parts, self.neighbours)
+        zero = torch.zeros(self.reduced_size, dtype=self.dtype)
+        with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
+            rest = self._move(zero[None], points_t, skin)
+        field = None
+        if isinstance(self.motions, QuadraticMotions) and not output:
+            def moved(s):
+                return self.scale * self._move(s[None], points_t, skin)[0]
+            field = (torch.func.jacfwd(moved)(zero)[None], torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
+        self._skins[key] = (points_t, skin, rest, field)
 
     def _skin(self, points):
         key = (points.data_ptr(), tuple(points.shape))  # the engine passes the same point tensors every call
@@ -67,17 +140,40 @@ class NeuralBodyMap(KinematicMap):
             raise KeyError("embed was asked about points never attached to the map (KinematicMap.attach)")
         return self._skins[key]
 
+    def _move(self, s, model_points, skin, motions=None):
+        rotation, displacement = (motions or self.motions)(s)
+        return deform(self.queries, rotation, displacement, model_points, skin, self.dual_quaternion)
+
     def deformed(self, s, points):
         """y(s) (B, P, 3): the points moved by the deformation alone, world units, body at rest pose."""
-        model_points, skin = self._skin(points)
-        z = self.prior_mean + torch.einsum("bi,ilc->blc", s, self.basis)
-        latents = torch.cat([z, self.prior_mean[None]])  # F(z(s)) and F(z(0)) in one pass
-        moved = self.model.deform(latents, self.tokens, self.query_features, self.queries, model_points, skin)
-        return points + self.scale * (moved[:-1] - moved[-1:])
+        model_points, skin, rest, field = self._skin(points)
+        if field is not None:
+            first, second = field
+            return points + torch.einsum("bpik,bk->bpi", first, s) + 0.5 * torch.einsum("bpikl,bk,bl->bpi", second, s, s)
+        return points + self.scale * (self._move(s, model_points, skin) - rest)
 
     def embed(self, q, points):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], points) - self.center) @ rotation.transpose(1, 2)
+
+    def jacobian(self, q, points):
+        field = self._skin(points)[3]
+        if field is None:
+            return super().jacobian(q, points)
+        first, second = field
+        r_s = first + torch.einsum("bpikl,bl->bpik", second, q[:, 6:])
+        return posed_jacobian(self.orientation, q, self.deformed(q[:, 6:], points) - self.center, r_s)
+
+    def derivatives(self, q, q_dot, points):
+        field = self._skin(points)[3]
+        if field is None:
+            return super().derivatives(q, q_dot, points)
+        first, second = field
+        s, s_dot = q[:, 6:], q_dot[:, 6:]
+        r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
+        r_ss_dot = torch.einsum("bpikl,bl->bpik", second, s_dot)
+        return posed_derivatives(self.orientation, q, q_dot, self.deformed(s, points) - self.center, r_s,
+                                 torch.einsum("bpik,bk->bpi", r_s, s_dot), r_ss_dot)
 
     def potential(self, q):
         """V = 1/2 omega^2 sum m |y(s) - xbar|^2 per body."""
@@ -96,3 +192,10 @@ class NeuralBodyMap(KinematicMap):
 
     def chart_speed(self, q_dot):
         return float(q_dot[:, 3:6].norm(dim=1).max())
+
+
+def nearest_vertices(points: np.ndarray, vertices: np.ndarray, chunk: int = 4_000_000) -> np.ndarray:
+    """Index of the nearest of ``vertices`` for each point, in chunks of points x vertices."""
+    step = max(1, chunk // len(vertices))
+    return np.concatenate([np.argmin(((points[i:i + step, None] - vertices[None]) ** 2).sum(-1), axis=1)
+                           for i in range(0, len(points), step)])

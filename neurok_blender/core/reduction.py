@@ -15,6 +15,7 @@ import torch
 from .model import NeuROKModel
 
 SAMPLES = 64
+MASS_FLOOR = 1e-3  # a reduced direction must move at least this share of the leading one's mass (M_ss eigenvalues)
 CAPTURED = 0.95  # default k_q: the fewest directions holding this share of C's trace ...
 MAX_COORDINATES = 16  # ... and never more than this many
 
@@ -53,3 +54,17 @@ def active_subspace(model: NeuROKModel, prior_mean, tokens, query_features, coor
         share = torch.cumsum(eigenvalues, 0) / eigenvalues.sum().clamp_min(1e-30)
         coordinates = min(int((share < CAPTURED).sum()) + 1, MAX_COORDINATES)
     return Subspace(vectors[:, :coordinates].T.reshape(coordinates, *prior_mean.shape).detach(), eigenvalues.detach())
+
+
+def drop_massless(subspace: Subspace, reduced_mass: torch.Tensor, floor: float = MASS_FLOOR) -> Subspace:
+    """The subspace rotated to the eigenvectors of the reduced mass matrix M_ss = Y^T m Y at rest (an
+    orthogonal change, so z keeps the prior's metric), without the directions whose eigenvalue is
+    below ``floor`` times the largest.
+
+    Such a direction hardly moves the body to first order, so a load along it meets almost no inertia
+    and drives s far outside the prior, where the decoder's curvature dominates (measured on a random
+    decoder: a 3 N push reached |s| ~ 10 in one step and went non-finite)."""
+    eigenvalues, vectors = torch.linalg.eigh(reduced_mass.to(subspace.basis.dtype))
+    eigenvalues, vectors = eigenvalues.flip(0), vectors.flip(1)
+    keep = eigenvalues >= floor * eigenvalues[0]
+    return Subspace(torch.einsum("ij,ilc->jlc", vectors[:, keep], subspace.basis), subspace.eigenvalues)

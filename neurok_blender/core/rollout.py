@@ -66,7 +66,7 @@ def rollout(
         substeps = max(substeps, chart_substeps(system, fps, q_dot0))
     else:
         substeps = choose_substeps(system, fps, method, q_dot0)
-    system.map.attach(output_points)
+    system.map.attach(output_points, output=True)
     dt = 1.0 / fps
     h = dt / substeps
     q, q_dot = q0, q_dot0

@@ -1,12 +1,12 @@
 """The public entry point: a mesh and Conditions in, world-space frames out."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import torch
 
-from .conditions import Conditions
+from .conditions import DEFORMABLE, Conditions
 from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mesh import check_mesh, contact_samples
@@ -24,11 +24,12 @@ class SimulationResult:
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
     substeps: int  # integration steps per frame that were used
+    info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
 
 
 def simulate(vertices, faces, conditions: Conditions | None = None,
              progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
-    """Simulate one mesh, given in world space at t = 0, under ``conditions``.
+    """Simulate one mesh as a rigid body, given in world space at t = 0, under ``conditions``.
 
     ``positions`` follow the mesh vertices, or the material points ``points`` (P, 3) given at t = 0
     (Blender moves the base mesh under its modifiers this way).
@@ -39,6 +40,9 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
+    if conditions.category in DEFORMABLE:
+        raise ValueError(f"category {conditions.category!r} deforms: that needs the neural model, "
+                         "NeuROK.load().simulate(...); this function moves the body rigidly")
     if conditions.pull is not None:
         raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
     kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
@@ -51,7 +55,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     q0, q_dot0 = fit_initial_state(kmap, mass_points, mass_points, velocities, kmap.masses)
 
     trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
-                         output_points=_output_points(v if points is None else points), substeps=conditions.substeps,
+                         output_points=output_points(v if points is None else points), substeps=conditions.substeps,
                          progress=progress)
     return SimulationResult(
         positions=trajectory.points[:, 0],
@@ -63,7 +67,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     )
 
 
-def _output_points(points):
+def output_points(points):
     p = np.asarray(points, dtype=np.float64)
     if p.ndim != 2 or p.shape[1] != 3 or not np.isfinite(p).all():
         raise ValueError(f"points must be a finite (P, 3) array, got shape {p.shape}")

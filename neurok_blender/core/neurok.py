@@ -1,0 +1,171 @@
+"""NeuROK: the shipped model, and the neural simulation of any mesh on its learned coordinates.
+
+    model = NeuROK.load(device="auto")                   # the shipped weights, no network
+    result = model.simulate(vertices, faces, Conditions(frames=48, fps=24))
+    result.positions                                     # (frames, V, 3) float32, world space
+
+Per mesh: encode it once (prior mean and shape tokens), find its active subspace (k_q reduced
+coordinates, ``reduction.py``), put its mass at material points (``mass_points.py``) and integrate
+the Euler-Lagrange equation of q = (p, theta, s) (``neural.py``, ``dynamics.py``). Each category
+has a default material measured against its reference simulator (``training/calibrate.py``) and
+stored with the weights: the deformation's frequency and its damping rate; Conditions.stiffness
+scales the potential (frequency by its square root) and Conditions.damping the damping rate.
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .checkpoint import load_model, read_checkpoint, resolve_device
+from .conditions import DEFORMABLE, Conditions
+from .dynamics import LagrangianSystem
+from .initial import fit_initial_state
+from .mass_points import material_points
+from .mesh import check_mesh, is_closed, loose_parts
+from .model import NeuROKModel, prepare_shape, shape_tensors
+from .neural import NeuralBodyMap
+from .reduction import active_subspace, drop_massless
+from .rollout import rollout
+from .simulate import DTYPE, SimulationResult, environment, output_points, simulate
+
+WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "neurok.pt"
+PULL_ITERATIONS = 30
+PULL_REGULARIZATION = 1e-4  # Levenberg-Marquardt damping relative to the mean diagonal of J^T J
+
+
+@dataclasses.dataclass(frozen=True)
+class CategoryMaterial:
+    """A category's default material on the learned coordinates (stiffness = damping = 1)."""
+
+    frequency: float  # Hz: small deformations oscillate at this frequency
+    damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates
+
+
+def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
+    """"auto" reads the mesh: an open surface is cloth, several loose pieces an articulated object,
+    anything else an elastic solid (a continuum body is never guessed: say so with the hint)."""
+    if category != "auto":
+        return category
+    if not is_closed(faces):
+        return "cloth"
+    return "articulated" if loose_parts(faces, vertex_count).max() > 0 else "elastic"
+
+
+class NeuROK:
+    """The trained model with its per-category materials; ``simulate`` runs any mesh."""
+
+    def __init__(self, model: NeuROKModel, materials: dict[str, CategoryMaterial], source: str = "memory"):
+        missing = set(DEFORMABLE) - set(materials)
+        if missing:
+            raise ValueError(f"{source} has no calibrated material for {sorted(missing)}: run python -m training.calibrate")
+        self.model = model.cpu().eval()  # the engine differentiates on the CPU in float64
+        self.materials = materials
+        self.source = source
+
+    @classmethod
+    def load(cls, path=None, device: str = "auto") -> "NeuROK":
+        """The model at ``path`` (default: the weights shipped inside the add-on); ValueError naming
+        the file when it is missing, truncated, incompatible or uncalibrated. ``device`` is checked
+        (CUDA absent falls back to the CPU with a warning); the rollout itself runs on the CPU."""
+        path = Path(path) if path is not None else WEIGHTS
+        resolve_device(device)
+        payload = read_checkpoint(path)
+        materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}
+        return cls(load_model(path, "cpu"), materials, str(path))
+
+    def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions, category: str):
+        """The learned body map of one mesh (world space) and what was chosen for it."""
+        material = self.materials[category]
+        shape = prepare_shape(vertices, faces, self.model.config)
+        with torch.no_grad():
+            features, query_features, _ = shape_tensors(self.model, shape)
+            prior_mean, tokens = self.model.prior(features)
+        active = active_subspace(self.model, prior_mean, tokens, query_features)
+        points, masses, where = material_points(vertices, faces, conditions.mass)
+        frequency = material.frequency * math.sqrt(conditions.stiffness)
+        probe = NeuralBodyMap(self.model, shape, active, points, masses, frequency, DTYPE, "exact")
+        _, jacobian = probe.jacobian(probe.rest_coordinates(), probe.mass_points)
+        y_s = jacobian[0, :, :, 6:]
+        subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s))
+        kmap = NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion)
+        captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
+        info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
+                "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping}
+        return kmap, info
+
+    def simulate(self, vertices, faces, conditions: Conditions | None = None,
+                 progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
+        """Simulate one mesh given in world space at t = 0; ``points`` (P, 3) as in ``simulate``.
+
+        Raises ValueError for bad input, SimulationError if the rollout goes non-finite (naming the
+        frame) and SimulationCancelled if ``progress`` returns False.
+        """
+        conditions = conditions or Conditions()
+        v, f = check_mesh(vertices, faces)
+        conditions.check(len(v))
+        category = resolve_category(conditions.category, f, len(v))
+        if category == "rigid":
+            return simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
+        kmap, info = self.body(v, f, conditions, category)
+        env = dataclasses.replace(environment(conditions, v), damping=info["damping"])
+        system = LagrangianSystem(kmap, env)
+
+        start = kmap.rest_coordinates()
+        if conditions.pull is not None:
+            start, info["pull_reached"] = pulled_coordinates(kmap, v[np.asarray(conditions.pull.vertices)],
+                                                             np.asarray(conditions.pull.displacement, dtype=np.float64))
+        mass_points = kmap.mass_points
+        held = kmap.embed(start, mass_points)
+        center = kmap.center
+        omega = torch.as_tensor(conditions.angular_velocity, dtype=DTYPE).expand_as(held)
+        velocities = torch.as_tensor(conditions.velocity, dtype=DTYPE) + torch.cross(omega, held - center, dim=-1)
+        q0, q_dot0 = fit_initial_state(kmap, mass_points, held, velocities, kmap.masses, start=start)
+
+        if points is None:
+            out = output_points(v)
+            kmap.attach(out, parts=kmap.shape.vertex_parts, output=True)
+        else:
+            out = output_points(points)
+        trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
+                             output_points=out, substeps=conditions.substeps, progress=progress)
+        return SimulationResult(
+            positions=trajectory.points[:, 0],
+            times=trajectory.times,
+            pose={k: p[:, 0] for k, p in trajectory.pose.items()},
+            coordinates=trajectory.coordinates[:, 0],
+            energy={k: e[:, 0] for k, e in trajectory.energy.items()},
+            substeps=trajectory.substeps,
+            info=info,
+        )
+
+
+def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np.ndarray):
+    """q with the handle's points moved by ``displacement`` through the deformation alone (the pose
+    stays: the pull bends the body, it does not carry it), by Levenberg-Marquardt on
+
+        s = argmin_s sum_h |x_h(s) - (xbar_h + d)|^2
+
+    Returns q and the share of the displacement the handle reached (1 = all of it; a learned space
+    may not bend that far, and the rest of the way is not forced).
+    """
+    points = torch.as_tensor(handle, dtype=DTYPE)[None]
+    kmap.attach(points)
+    target = points + torch.as_tensor(displacement, dtype=DTYPE)
+    q = kmap.rest_coordinates()
+    for _ in range(PULL_ITERATIONS):
+        x, jac = kmap.jacobian(q, points)
+        js = jac[..., 6:].reshape(-1, jac.shape[-1] - 6)
+        residual = (x - target).reshape(-1)
+        normal = js.T @ js
+        damping = PULL_REGULARIZATION * normal.diagonal().mean().clamp_min(1e-30)
+        step = torch.linalg.solve(normal + damping * torch.eye(len(normal), dtype=DTYPE), -js.T @ residual)
+        q = torch.cat([q[:, :6], q[:, 6:] + step[None]], 1)
+        if step.abs().max() < 1e-9:
+            break
+    moved = (kmap.embed(q, points) - points).mean(1)[0].numpy()
+    reach = float(moved @ displacement / max(displacement @ displacement, 1e-30))
+    return q, reach

@@ -1,0 +1,104 @@
+"""The public neural API: NeuROK.load(...).simulate(vertices, faces, Conditions), on a small random model."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurok_blender.core import Conditions, Force, Pull
+from neurok_blender.core.checkpoint import save_checkpoint
+from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.model import ModelConfig, NeuROKModel
+from neurok_blender.core.neurok import NeuROK, resolve_category
+
+TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
+                   encoder_points=128, queries=32)
+MATERIALS = {c: {"frequency": 2.0, "damping": 0.5} for c in ("elastic", "cloth", "continuum", "articulated")}
+BOX = box_mesh((0.4, 0.3, 0.2), corner=(-0.2, -0.15, 1.0))
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory):
+    torch.manual_seed(0)
+    model = NeuROKModel(TINY)
+    with torch.no_grad():  # a decoder that really deforms
+        model.head[-1].weight.mul_(30.0)
+    path = tmp_path_factory.mktemp("weights") / "neurok.pt"
+    save_checkpoint(path, model, {"steps": 0}, materials=MATERIALS)
+    return path
+
+
+@pytest.fixture(scope="module")
+def neurok(weights):
+    return NeuROK.load(weights, device="cpu")
+
+
+def test_loading_names_the_file_when_it_is_missing_or_uncalibrated(tmp_path):
+    with pytest.raises(ValueError, match="nothing.pt"):
+        NeuROK.load(tmp_path / "nothing.pt")
+    save_checkpoint(tmp_path / "raw.pt", NeuROKModel(TINY))
+    with pytest.raises(ValueError, match="raw.pt.*calibrate"):
+        NeuROK.load(tmp_path / "raw.pt")
+
+
+def test_auto_reads_the_mesh():
+    v, f = BOX
+    assert resolve_category("auto", f, len(v)) == "elastic"
+    assert resolve_category("auto", f[:-2], len(v)) == "cloth"  # a box with a hole is a shell
+    two = np.concatenate([f, f + len(v)])
+    assert resolve_category("auto", two, 2 * len(v)) == "articulated"
+    assert resolve_category("continuum", f, len(v)) == "continuum"
+
+
+def test_a_dropped_body_falls_at_g_and_deforms(neurok):
+    v, f = BOX
+    result = neurok.simulate(v, f, Conditions(frames=7, fps=24.0, velocity=(0.0, 0.0, 1.0), stiffness=0.5))
+    assert result.positions.shape == (7, len(v), 3) and result.positions.dtype == np.float32
+    assert result.info["category"] == "elastic" and result.info["mass_at"] == "volume"
+    assert 1 <= result.info["reduced_coordinates"] <= 16
+    # the translation row is the momentum balance: the centre of mass of the mass points falls at g
+    t = result.times
+    np.testing.assert_allclose(result.pose["translation"][:, 2] - result.pose["translation"][0, 2],
+                               1.0 * t - 0.5 * 9.81 * t**2, atol=2e-3)
+    np.testing.assert_allclose(result.positions[0], v, atol=1e-6)  # frame 0 is the mesh as given
+    assert np.isfinite(result.energy["total"]).all() and np.abs(result.energy["balance"]).max() < 1e-3 * 9.81
+
+
+def test_a_push_bends_the_body_and_damping_takes_the_energy(neurok):
+    v, f = BOX
+    conditions = Conditions(frames=13, gravity=(0.0, 0.0, 0.0), damping=4.0,
+                            forces=[Force((0.0, 0.0, 3.0), vertices=[0, 1], start_frame=0, end_frame=3)])
+    result = neurok.simulate(v, f, conditions)
+    assert np.abs(result.pose["reduced"]).max() > 1e-3  # it deformed
+    work, dissipated = result.energy["load_work"][-1], result.energy["dissipated"][-1]
+    assert work > 0 and dissipated > 0
+    np.testing.assert_allclose(result.energy["total"][-1] - result.energy["total"][0], work - dissipated,
+                               atol=2e-3 * work)
+
+
+def test_pull_and_release_starts_bent_and_at_rest(neurok):
+    v, f = BOX
+    handle = [int(np.argmax(v[:, 0] + v[:, 2]))]
+    conditions = Conditions(frames=3, gravity=(0.0, 0.0, 0.0), pull=Pull(handle, (0.0, 0.0, 0.03)))
+    result = neurok.simulate(v, f, conditions)
+    assert result.info["pull_reached"] > 0.2  # the handle started towards the pull
+    moved = result.positions[0, handle[0]] - v[handle[0]]
+    assert moved[2] > 0.2 * 0.03
+    assert result.energy["kinetic"][0] < 1e-12  # released from rest ...
+    assert result.energy["kinetic"][-1] > 0.0  # ... and springing back
+
+
+def test_rigid_keeps_the_shape_and_bad_input_is_refused(neurok):
+    v, f = BOX
+    result = neurok.simulate(v, f, Conditions(frames=4, category="rigid"))
+    assert result.info["category"] == "rigid"
+    distances = np.linalg.norm(result.positions[-1] - result.positions[-1].mean(0), axis=1)
+    np.testing.assert_allclose(distances, np.linalg.norm(v - v.mean(0), axis=1), atol=1e-5)
+    for conditions, message in ((Conditions(category="foam"), "unknown category"),
+                                (Conditions(mass=-1.0), "mass"), (Conditions(stiffness=0.0), "stiffness"),
+                                (Conditions(expansion="cubic"), "expansion")):
+        with pytest.raises(ValueError, match=message):
+            neurok.simulate(v, f, conditions)
+    with pytest.raises(ValueError, match="no faces"):
+        neurok.simulate(v, np.zeros((0, 3), int))
+    with pytest.raises(ValueError, match="non-finite"):
+        neurok.simulate(np.full_like(v, np.nan), f)
