@@ -27,12 +27,11 @@ import torch
 
 from neurok_blender.core.checkpoint import load_model
 from neurok_blender.core.fitting import fit_pose
-from neurok_blender.core.mesh import is_closed
+from neurok_blender.core.mesh import is_closed, winding_number
 from neurok_blender.core.model import prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.shards import read_shard
 from training.examples import rigid_alignment
-from training.shapes.geometry import winding_number
 
 RESULTS = Path(__file__).parent / "results"
 IOU_SAMPLES = 4096

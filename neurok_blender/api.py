@@ -5,6 +5,7 @@
     neurok.clear_object(bpy.data.objects["Cube"])
 """
 
+import functools
 import time
 from typing import Callable
 
@@ -46,16 +47,29 @@ def simulate_object(obj, progress: Callable[[int, int], bool | None] | None = No
         friction=settings.friction,
         restitution=settings.restitution,
         drag=settings.drag,
+        category=settings.category,
+        stiffness=settings.stiffness,
+        damping=settings.damping,
         integrator=settings.integrator,
         substeps=settings.substeps or None,
     )
     began = time.perf_counter()
-    result = simulate(vertices * scale, triangles, conditions, progress=progress, points=base * scale)
+    solve = simulate if settings.category == "rigid" else shipped_model().simulate
+    result = solve(vertices * scale, triangles, conditions, progress=progress, points=base * scale)
     local = transform(result.positions.astype(np.float64) / scale, np.linalg.inv(world))
     clear_bake(obj)
     bake_shape_keys(obj, local, start)  # removes what it made if it fails half-way
-    return (f"NeuROK: baked {conditions.frames} frames ({start}-{end}) of '{obj.name}' "
-            f"in {time.perf_counter() - began:.1f} s")
+    return (f"NeuROK: baked {conditions.frames} frames ({start}-{end}) of '{obj.name}' as "
+            f"{result.info['category']} in {time.perf_counter() - began:.1f} s")
+
+
+@functools.cache
+def shipped_model():
+    """The weights inside the add-on, loaded once per Blender session (ValueError naming the file
+    if they are missing or broken)."""
+    from .core import NeuROK
+
+    return NeuROK.load()
 
 
 def clear_object(obj) -> int:

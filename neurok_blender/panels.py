@@ -55,6 +55,11 @@ class VIEW3D_PT_neurok(bpy.types.Panel):
             col.prop(force, "frame_end")
 
         col = layout.column(heading="Material")
+        col.prop(s, "category")
+        sub = col.column()
+        sub.active = s.category != "rigid"
+        sub.prop(s, "stiffness")
+        sub.prop(s, "damping")
         col.prop(s, "mass")
         col.prop(s, "friction")
         col.prop(s, "restitution")

@@ -17,6 +17,17 @@ INTEGRATORS = {
     "dopri8": "Dormand-Prince 8, adaptive step",
 }
 
+# Identifiers match core.conditions.CATEGORIES (a test checks it).
+CATEGORIES = {
+    "auto": "Read the mesh: an open surface is cloth, several loose parts an articulated object, "
+            "anything else an elastic solid",
+    "elastic": "A volumetric elastic body, jelly to rubber",
+    "cloth": "Cloth or a thin shell",
+    "continuum": "A soft continuum body: snow, clay, sand",
+    "articulated": "Parts joined at hinges (its loose parts)",
+    "rigid": "No deformation: the body only moves and turns (needs no trained model)",
+}
+
 
 class NeurokForce(bpy.types.PropertyGroup):
     """A push on the body during a frame range, at an object's location or spread over a vertex group."""
@@ -45,6 +56,15 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                           description="Initial spin about the centre of mass, world axes (rad/s)")
     mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=0.001, soft_max=1000.0, unit="MASS",
                         description="Total mass; spread by volume for closed meshes, by area for open ones")
+    category: EnumProperty(name="Category", default="auto",
+                           items=[(k, k.capitalize(), v) for k, v in CATEGORIES.items()],
+                           description="What kind of body this is; the learned model deforms it accordingly")
+    stiffness: FloatProperty(name="Stiffness", default=1.0, min=1e-3, soft_max=100.0,
+                             description="Scales how strongly the body resists deformation: 1 is the "
+                                         "category's default material, 4 oscillates twice as fast")
+    damping: FloatProperty(name="Damping", default=1.0, min=0.0, soft_max=20.0,
+                           description="Scales how quickly the body's wobble dies out: 1 is the category's "
+                                       "default material, 0 wobbles forever")
     use_ground: BoolProperty(name="Ground", default=True, description="Collide with a horizontal ground plane")
     ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH",
                                  description="Height of the ground plane (world Z)")

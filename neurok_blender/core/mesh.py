@@ -169,3 +169,31 @@ def triangle_areas(vertices, faces):
 
 def _bbox_diagonal(vertices):
     return float(np.linalg.norm(vertices.max(0) - vertices.min(0)))
+
+
+def signed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
+    """Enclosed volume, positive when the triangles face outwards (divergence theorem)."""
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    return float(np.einsum("fi,fi->", a, np.cross(b, c))) / 6.0
+
+
+def winding_number(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, chunk: int = 2_000_000) -> np.ndarray:
+    """Generalized winding number (Jacobson et al. 2013): 1 inside a closed outward surface, 0 outside,
+    robust to small holes. The solid angle of each triangle (a, b, c relative to the point) by Van
+    Oosterom and Strackee:
+
+        tan(Omega / 2) = a . (b x c) / (|a||b||c| + (a . b)|c| + (b . c)|a| + (c . a)|b|),   w = sum Omega / 4 pi
+
+    computed in chunks of about ``chunk`` point-triangle pairs.
+    """
+    corners = vertices[faces]  # (F, 3, 3)
+    out = np.empty(len(points))
+    step = max(1, chunk // max(len(faces), 1))
+    for start in range(0, len(points), step):
+        rel = corners[None] - points[start:start + step, None, None]  # (p, F, 3, 3)
+        a, b, c = rel[:, :, 0], rel[:, :, 1], rel[:, :, 2]
+        la, lb, lc = (np.linalg.norm(x, axis=-1) for x in (a, b, c))
+        numerator = np.einsum("pfi,pfi->pf", a, np.cross(b, c))
+        denominator = la * lb * lc + (a * b).sum(-1) * lc + (b * c).sum(-1) * la + (c * a).sum(-1) * lb
+        out[start:start + step] = np.arctan2(numerator, denominator).sum(1) / (2 * np.pi)
+    return out

@@ -27,7 +27,7 @@ from .initial import fit_initial_state
 from .mass_points import material_points
 from .mesh import check_mesh, is_closed, loose_parts
 from .model import NeuROKModel, prepare_shape, shape_tensors
-from .neural import NeuralBodyMap
+from .neural import S_WALL, NeuralBodyMap
 from .reduction import active_subspace, drop_massless
 from .rollout import rollout
 from .simulate import DTYPE, SimulationResult, environment, output_points, simulate
@@ -149,8 +149,9 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
 
         s = argmin_s sum_h |x_h(s) - (xbar_h + d)|^2
 
-    Returns q and the share of the displacement the handle reached (1 = all of it; a learned space
-    may not bend that far, and the rest of the way is not forced).
+    with s kept within S_WALL prior standard deviations. Returns q and the share of the displacement
+    the handle reached (1 = all of it; a learned space may not bend that far, and the rest of the way
+    is not forced).
     """
     points = torch.as_tensor(handle, dtype=DTYPE)[None]
     kmap.attach(points)
@@ -163,8 +164,11 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
         normal = js.T @ js
         damping = PULL_REGULARIZATION * normal.diagonal().mean().clamp_min(1e-30)
         step = torch.linalg.solve(normal + damping * torch.eye(len(normal), dtype=DTYPE), -js.T @ residual)
-        q = torch.cat([q[:, :6], q[:, 6:] + step[None]], 1)
-        if step.abs().max() < 1e-9:
+        reduced = q[:, 6:] + step[None]
+        reduced = reduced * torch.clamp(S_WALL / reduced.norm().clamp_min(1e-30), max=1.0)  # stay off the wall
+        done = bool((reduced - q[:, 6:]).abs().max() < 1e-9)
+        q = torch.cat([q[:, :6], reduced], 1)
+        if done:
             break
     moved = (kmap.embed(q, points) - points).mean(1)[0].numpy()
     reach = float(moved @ displacement / max(displacement @ displacement, 1e-30))

@@ -19,11 +19,13 @@ def empty_scene():
     yield
 
 
-def add_box(name="Box", size=1.0, location=(0.0, 0.0, 0.0)):
-    """A single-user cube mesh object, active and selected."""
+def add_box(name="Box", size=1.0, location=(0.0, 0.0, 0.0), category="rigid"):
+    """A single-user cube mesh object, active and selected. Rigid unless asked: the baking tests
+    compare against the rigid solver's exact motion; the neural path has tests of its own."""
     bpy.ops.mesh.primitive_cube_add(size=size, location=location)
     obj = bpy.context.active_object
     obj.name = name
+    obj.neurok.category = category
     return obj
 
 

@@ -6,8 +6,8 @@ import pytest
 
 import neurok_blender
 from neurok_blender import api
-from neurok_blender.core import METHODS, Conditions, simulate
-from neurok_blender.properties import INTEGRATORS
+from neurok_blender.core import CATEGORIES, METHODS, Conditions, simulate
+from neurok_blender.properties import CATEGORIES as CATEGORY_CHOICES, INTEGRATORS
 from conftest import add_box, evaluated_vertices
 
 
@@ -21,8 +21,9 @@ def test_register_and_unregister_twice():
         assert {"simulate", "clear", "force_add", "force_remove"} <= set(dir(bpy.ops.neurok))
 
 
-def test_integrator_choices_are_the_solver_methods():
+def test_integrator_and_category_choices_are_the_solver_ones():
     assert tuple(INTEGRATORS) == METHODS
+    assert tuple(CATEGORY_CHOICES) == CATEGORIES
 
 
 def test_simulate_bakes_one_linear_key_per_frame_matching_the_solver(capsys):
@@ -226,6 +227,31 @@ def test_console_api_matches_the_operator():
     obj.neurok.frame_end = 6
     assert "baked 6 frames" in api.simulate_object(obj)
     assert api.clear_object(obj) == 6
+
+
+def test_the_default_is_the_learned_solver_and_it_drops_believably():
+    obj = add_box(location=(0.0, 0.0, 3.0), category="auto")
+    obj.neurok.frame_end = 12
+    assert "as elastic" in api.simulate_object(obj)
+    first, last = evaluated_vertices(obj, 1), evaluated_vertices(obj, 12)
+    t = 11 / 24  # in the air all along: the centre of mass falls at g, the vertices with it up to the wobble
+    assert abs((first[:, 2].mean() - last[:, 2].mean()) - 0.5 * 9.81 * t**2) < 0.05
+    assert np.isfinite(last).all() and obj.neurok.is_baked
+
+
+def test_missing_weights_are_reported_and_change_nothing(monkeypatch, tmp_path):
+    from neurok_blender.core import neurok
+
+    monkeypatch.setattr(neurok, "WEIGHTS", tmp_path / "gone.pt")
+    api.shipped_model.cache_clear()
+    try:
+        add_box(category="auto")
+        before = _snapshot()
+        with pytest.raises(RuntimeError, match="gone.pt"):
+            bpy.ops.neurok.simulate()
+        assert _snapshot() == before
+    finally:
+        api.shipped_model.cache_clear()
 
 
 @pytest.mark.parametrize("case", ["non_mesh", "empty_mesh", "non_finite", "frames", "zero_mass", "shared_mesh",

@@ -11,7 +11,8 @@ from neurok_blender.core import Conditions, Force, Pull
 from neurok_blender.core.mesh import box_mesh
 from training.corpus import continuum as corpus
 from training.reference.continuum import ContinuumMaterial, _fill, simulate_continuum
-from training.shapes.geometry import enclosed_volume, winding_number
+from neurok_blender.core.mesh import winding_number
+from training.shapes.geometry import enclosed_volume
 from training.shapes.solids import superquadric
 
 PARTICLES = 800  # about 9 cells across the blob: coarse, fast

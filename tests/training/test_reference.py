@@ -8,7 +8,8 @@ from neurok_blender.core.mesh import box_mesh, loose_parts
 from training.reference import reference_simulate
 from training.reference.articulate import articulate
 from training.shapes.articulated import laptop
-from training.shapes.geometry import surface_distance, winding_number
+from neurok_blender.core.mesh import winding_number
+from training.shapes.geometry import surface_distance
 from training.shapes.solids import superquadric
 
 

@@ -9,7 +9,8 @@ from neurok_blender.core import Pull
 
 from training.reference.articulated import ArticulatedMaterial, simulate_articulated
 from training.shapes.articulated import BUILDERS, INSIDE
-from training.shapes.geometry import axis_rotation, enclosed_volume, surface_distance, winding_number
+from neurok_blender.core.mesh import winding_number
+from training.shapes.geometry import axis_rotation, enclosed_volume, surface_distance
 
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence

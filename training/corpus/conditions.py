@@ -48,6 +48,17 @@ def random_conditions(rng, vertices) -> Conditions:
                       restitution=0.0)
 
 
+def conditions_of(sequence, **changes) -> Conditions:
+    """The Conditions a sequence was made with (``describe``'s inverse), with ``changes`` applied;
+    fields only the reference knows (cloth obstacles) are left out."""
+    d = {k: v for k, v in sequence.conditions.items() if k in Conditions.__dataclass_fields__}
+    d["forces"] = [Force(**f) for f in d.get("forces", [])]
+    d["pull"] = Pull(**d["pull"]) if d.get("pull") else None
+    for name in ("gravity", "velocity", "angular_velocity"):
+        d[name] = tuple(d[name])
+    return Conditions(**{**d, **changes})
+
+
 def describe(conditions: Conditions) -> dict:
     """Conditions as plain data for the manifest."""
     d = dict(vars(conditions))

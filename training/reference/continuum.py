@@ -18,7 +18,8 @@ import numpy as np
 
 from neurok_blender.core import Conditions
 from neurok_blender.core.mesh import check_mesh, is_closed
-from training.shapes.geometry import enclosed_volume, winding_number
+from neurok_blender.core.mesh import winding_number
+from training.shapes.geometry import enclosed_volume
 
 from .hold import RAMP, SETTLE_TIME, STILL, anchor, damping_factor, ramp
 

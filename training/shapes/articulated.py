@@ -12,7 +12,9 @@ import numpy as np
 from neurok_blender.core.mesh import box_mesh
 
 from .geometry import axis_rotation as _rotation
-from .geometry import surface_distance, surface_samples, winding_number
+from neurok_blender.core.mesh import winding_number
+
+from .geometry import surface_distance, surface_samples
 
 SWEEP_STEP = np.radians(1.0)
 SWEEP_SAMPLES = 600  # surface points per part, on top of its vertices

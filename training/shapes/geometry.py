@@ -1,14 +1,13 @@
-"""Mesh queries the reference simulators need: volumes, rotations, distances to a surface, inside tests."""
+"""Mesh queries the reference simulators need: volumes, rotations, distances to a surface."""
 
 import numpy as np
 
-from neurok_blender.core.mesh import triangle_areas
+from neurok_blender.core.mesh import signed_volume, triangle_areas
 
 
 def enclosed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
     """Volume inside a closed surface (divergence theorem), whatever its orientation."""
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    return abs(float(np.einsum("fi,fi->", a, np.cross(b, c)))) / 6.0
+    return abs(signed_volume(vertices, faces))
 
 
 def axis_rotation(axis, angle: float) -> np.ndarray:
@@ -36,21 +35,6 @@ def surface_distance(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray
     for start in range(0, len(points), chunk):
         p = points[start:start + chunk, None, :]
         out[start:start + chunk] = np.linalg.norm(p - _closest_on_triangles(p, a, b, c), axis=-1).min(axis=1)
-    return out
-
-
-def winding_number(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, chunk: int = 256) -> np.ndarray:
-    """Generalized winding number (1 inside a closed outward surface, 0 outside): sum of solid angles / 4 pi
-    (Van Oosterom and Strackee's formula for each triangle)."""
-    out = np.empty(len(points))
-    for start in range(0, len(points), chunk):
-        p = points[start:start + chunk, None, :]
-        a, b, c = (vertices[faces[:, k]][None] - p for k in range(3))
-        la, lb, lc = (np.linalg.norm(x, axis=-1) for x in (a, b, c))
-        numerator = np.einsum("pti,pti->pt", a, np.cross(b, c))
-        denominator = (la * lb * lc + np.einsum("pti,pti->pt", a, b) * lc + np.einsum("pti,pti->pt", b, c) * la
-                       + np.einsum("pti,pti->pt", c, a) * lb)
-        out[start:start + chunk] = 2 * np.arctan2(numerator, denominator).sum(axis=1) / (4 * np.pi)
     return out
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurok_blender.core.mesh import is_closed, loose_parts, triangle_areas
+from neurok_blender.core.mesh import is_closed, loose_parts, signed_volume, triangle_areas
 
 from .geometry import surface_distance
 from .tetra import _quiet_stdout, tet_volumes
@@ -176,12 +176,6 @@ def surface_problem(vertices: np.ndarray, faces: np.ndarray) -> str | None:
     if signed_volume(vertices, faces) <= 0:
         return "faces inwards"
     return None
-
-
-def signed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
-    """Enclosed volume, positive when the triangles face outwards (divergence theorem)."""
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    return float(np.einsum("fi,fi->", a, np.cross(b, c))) / 6.0
 
 
 def refined(vertices: np.ndarray, faces: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:

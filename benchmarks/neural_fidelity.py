@@ -1,0 +1,155 @@
+"""Neural rollouts against the reference simulators on held-out shapes and conditions.
+
+    .venv/bin/python -m benchmarks.neural_fidelity CORPUS [--weights W] [--per-category 6]
+
+Each held-out sequence (a shape never trained on, its reference simulator's run) is replayed with
+the same rest mesh, conditions and material (as stiffness and damping scales) by:
+- neural: the learned coordinates with the Euler-Lagrange equation (the product's default);
+- rigid only: the same engine without deformation coordinates;
+- initial conditions only: the neural solver as in the paper's setting, without the pushes and
+  without the ground (velocities and pull-and-release still apply).
+Reported per category and overall: mean vertex error over the bounding-box diagonal at 0.5 s, 1 s
+and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s. Cloth runs with obstacles are left out
+(the solver has none). Writes benchmarks/results/neural_fidelity.{json,md} and a plot of the error
+over time, neural_fidelity.png.
+"""
+
+import argparse
+import json
+import platform
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurok_blender.core import NeuROK, SimulationError
+from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.fitting import chamfer_l1
+from training.calibrate import pick_sequences
+from training.corpus.conditions import conditions_of
+from training.reference.scales import material_scales
+
+RESULTS = Path(__file__).parent / "results"
+TIMES = (0.5, 1.0, 2.0)  # s
+VARIANTS = ("neural", "rigid only", "initial conditions only")
+
+
+def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
+    stiffness, damping = material_scales(sequence.category, sequence.material)
+    changes = {"category": sequence.category, "stiffness": stiffness, "damping": damping}
+    if variant == "rigid only":
+        changes.update(category="rigid", pull=None)
+    if variant == "initial conditions only":
+        changes.update(forces=[], ground_height=None)
+    conditions = conditions_of(sequence, **changes)
+    return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
+
+
+def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
+    reference = sequence.positions[:len(positions)].astype(np.float64)
+    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal
+
+
+def evaluate(weights, corpus: Path, per_category: int) -> list[dict]:
+    neurok = NeuROK.load(weights, device="cpu")
+    rows = []
+    for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items():
+        for sequence in sequences:
+            row = {"category": category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps}
+            for variant in VARIANTS:
+                began = time.perf_counter()
+                try:
+                    positions = replay(neurok, sequence, variant)
+                except SimulationError as error:
+                    row[variant] = {"error": str(error)}
+                    continue
+                row[variant] = {"over_time": errors_over_time(positions, sequence).tolist(),
+                                "chamfer_2s": chamfer_at(positions, sequence, 2.0),
+                                "seconds": time.perf_counter() - began}
+            rows.append(row)
+            print(category, sequence.shape, {v: _at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
+    return rows
+
+
+def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
+    """Chamfer-L1 between solver and reference vertices at time t, in units of the diagonal."""
+    frame = min(int(round(t * sequence.fps)), len(positions) - 1)
+    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    a = torch.as_tensor(positions[frame], dtype=torch.float64) / diagonal
+    b = torch.as_tensor(sequence.positions[frame], dtype=torch.float64) / diagonal
+    return float(chamfer_l1(a, b))
+
+
+def _at(result: dict, t: float, fps: float):
+    if "over_time" not in result:
+        return None
+    series = result["over_time"]
+    return series[min(int(round(t * fps)), len(series) - 1)]
+
+
+def table(rows: list[dict]) -> str:
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row["category"]].append(row)
+    groups["all"] = rows
+    header = "| category | sequences | " + " | ".join(
+        f"{v}: {t} s" for v in VARIANTS for t in TIMES) + " | neural Chamfer-L1 at 2 s | non-finite |"
+    lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + 2)]
+    for category, group in groups.items():
+        cells = []
+        for variant in VARIANTS:
+            for t in TIMES:
+                values = [_at(r[variant], t, r["fps"]) for r in group]
+                values = [v for v in values if v is not None]
+                cells.append(f"{np.mean(values):.4f}" if values else "-")
+        chamfer = [r["neural"]["chamfer_2s"] for r in group if "chamfer_2s" in r["neural"]]
+        failed = sum("error" in r[v] for r in group for v in VARIANTS)
+        chamfer_cell = f"{np.mean(chamfer):.4f}" if chamfer else "-"
+        lines.append(f"| {category} | {len(group)} | " + " | ".join(cells) + f" | {chamfer_cell} | {failed} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], destination: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    categories = [c for c in DEFORMABLE if any(r["category"] == c for r in rows)]
+    figure, axes = plt.subplots(1, len(categories), figsize=(4 * len(categories), 3.2), sharey=True)
+    for axis, category in zip(np.atleast_1d(axes), categories):
+        for variant in VARIANTS:
+            series = [r[variant]["over_time"] for r in rows if r["category"] == category and "over_time" in r[variant]]
+            if series:
+                length = min(len(s) for s in series)
+                mean = np.mean([s[:length] for s in series], 0)
+                fps = next(r["fps"] for r in rows if r["category"] == category)
+                axis.plot(np.arange(length) / fps, mean, label=variant)
+        axis.set_title(category)
+        axis.set_xlabel("time (s)")
+    np.atleast_1d(axes)[0].set_ylabel("mean vertex error / diagonal")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(destination, dpi=90)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
+    parser.add_argument("--per-category", type=int, default=6)
+    a = parser.parse_args()
+    rows = evaluate(a.weights, a.corpus, a.per_category)
+    text = table(rows)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "neural_fidelity.json").write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
+    (RESULTS / "neural_fidelity.md").write_text(text + "\n")
+    plot(rows, RESULTS / "neural_fidelity.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Where a deformable body's mass sits: a solid's inertia is a solid's, a shell's mass is on its surface."""
+
+import numpy as np
+
+from neurok_blender.core.mass_points import material_points
+from neurok_blender.core.mesh import box_mesh, winding_number
+
+
+def test_a_solid_box_turns_like_a_solid_and_a_holed_one_is_a_shell():
+    size = np.array([1.0, 0.5, 0.25])
+    v, f = box_mesh(tuple(size), corner=(2.0, 0.0, 1.0))
+    points, masses, where = material_points(v, f, mass=3.0)
+    assert where == "volume" and np.isclose(masses.sum(), 3.0) and (masses > 0).all()
+    center = (masses[:, None] * points).sum(0) / 3.0
+    np.testing.assert_allclose(center, v.mean(0), atol=0.02)
+    second = np.einsum("p,pi,pj->ij", masses, points - center, points - center)
+    solid = 3.0 * size**2 / 12  # S_ii = m a_i^2 / 12; a shell of the same box would be 30-60 % above it
+    np.testing.assert_allclose(np.diag(second), solid, rtol=0.12)
+    assert np.abs(second - np.diag(np.diag(second))).max() < 0.02 * solid.max()
+    assert (np.abs(winding_number(points[masses == masses.max()], v, f)) > 0.99).all()  # the grid is inside
+
+    open_points, open_masses, open_where = material_points(v, f[:-2], mass=3.0)
+    assert open_where == "surface" and np.isclose(open_masses.sum(), 3.0)

@@ -1,0 +1,136 @@
+"""Measure each category's default material for the neural solver against the reference simulators.
+
+    python -m training.calibrate CORPUS WEIGHTS [--sequences 4] [--frames 36]
+
+The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - xbar|^2 and a Rayleigh
+damping rate (``neurok_blender/core/neural.py``); their values at stiffness = damping = 1 are what
+this script measures. For each category it replays training sequences (their shapes, conditions and
+materials, the latter as stiffness and damping scales, ``training/reference/scales.py``) with the
+neural solver over a grid of frequencies, then of damping rates at the best frequency, and keeps the
+pair with the least mean vertex error over the frames (relative to the bounding-box diagonal).
+Training sequences, so the held-out ones stay unseen for the benchmarks. The result goes into
+WEIGHTS (key "materials", rewritten atomically) and into benchmarks/results/calibration.{json,md}.
+"""
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurok_blender.core import NeuROK, SimulationError
+from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
+from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.neurok import CategoryMaterial
+from training.corpus.conditions import conditions_of
+from training.corpus.shards import read_shard
+from training.reference.scales import material_scales
+from training.train import usable
+
+FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0)  # Hz
+DAMPINGS = (0.5, 2.0, 8.0)  # 1/s
+FIRST_DAMPING = 2.0
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
+    """``per_category`` usable sequences of each deformable category, every ``spread``-th one (varied shapes)."""
+    chosen, seen = defaultdict(list), defaultdict(int)
+    for path in sorted(corpus.glob(f"*-{split}-*.npz")):
+        for sequence in read_shard(path):
+            c = sequence.category
+            if c not in DEFORMABLE or len(chosen[c]) >= per_category or not usable(sequence):
+                continue
+            if sequence.conditions.get("obstacles"):  # the neural solver knows no obstacles
+                continue
+            seen[c] += 1
+            if (seen[c] - 1) % spread == 0:
+                chosen[c].append(sequence)
+    return chosen
+
+
+def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarray:
+    """The neural solver's frames for a sequence's shape and conditions with ``material`` as default."""
+    neurok = NeuROK(model, {c: material for c in DEFORMABLE})
+    stiffness, damping = material_scales(sequence.category, sequence.material)
+    conditions = conditions_of(sequence, frames=min(frames, len(sequence.positions)), category=sequence.category,
+                               stiffness=stiffness, damping=damping)
+    return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
+
+
+def vertex_error(positions: np.ndarray, sequence) -> float:
+    """Mean over frames and vertices of the distance to the reference, over the bounding-box diagonal."""
+    reference = sequence.positions[:len(positions)].astype(np.float64)
+    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    return float(np.linalg.norm(positions - reference, axis=-1).mean() / diagonal)
+
+
+def score(model, sequences, material: CategoryMaterial, frames: int) -> float:
+    errors = []
+    for sequence in sequences:
+        try:
+            errors.append(vertex_error(replay(model, sequence, material, frames), sequence))
+        except SimulationError:
+            errors.append(np.inf)  # a material that blows up is never chosen
+    return float(np.mean(errors))
+
+
+def calibrate(corpus: Path, weights: Path, per_category: int, frames: int) -> dict:
+    model = load_model(weights, "cpu")
+    chosen = pick_sequences(corpus, "train", per_category)
+    report = {}
+    for category in DEFORMABLE:
+        sequences = chosen.get(category, [])
+        if not sequences:
+            raise ValueError(f"no usable {category} training sequences in {corpus}")
+        began, trials = time.perf_counter(), {}
+        for frequency in FREQUENCIES:
+            trials[(frequency, FIRST_DAMPING)] = score(model, sequences, CategoryMaterial(frequency, FIRST_DAMPING), frames)
+        best_frequency = min(FREQUENCIES, key=lambda f: trials[(f, FIRST_DAMPING)])
+        for damping in DAMPINGS:
+            if (best_frequency, damping) not in trials:
+                trials[(best_frequency, damping)] = score(model, sequences, CategoryMaterial(best_frequency, damping), frames)
+        (frequency, damping), error = min(trials.items(), key=lambda item: item[1])
+        report[category] = {"frequency": frequency, "damping": damping, "error": error,
+                            "sequences": [s.shape for s in sequences], "frames": frames,
+                            "trials": [{"frequency": f, "damping": d, "error": e} for (f, d), e in trials.items()],
+                            "seconds": round(time.perf_counter() - began, 1)}
+        print(f"{category}: {frequency} Hz, {damping}/s, mean vertex error {error:.4f} of the diagonal "
+              f"({len(sequences)} sequences, {report[category]['seconds']} s)", flush=True)
+    return report
+
+
+def store(weights: Path, report: dict) -> None:
+    """Write the materials into the checkpoint next to the weights (atomically)."""
+    materials = {c: {"frequency": r["frequency"], "damping": r["damping"]} for c, r in report.items()}
+    save_checkpoint(weights, load_model(weights, "cpu"), read_checkpoint(weights)["about"], materials=materials)
+
+
+def table(report: dict) -> str:
+    lines = ["| category | frequency (Hz) | damping (1/s) | mean vertex error / diagonal | sequences |",
+             "|---|---|---|---|---|"]
+    for category, r in report.items():
+        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {r['error']:.4f} | {len(r['sequences'])} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("weights", type=Path)
+    parser.add_argument("--sequences", type=int, default=4, help="training sequences per category")
+    parser.add_argument("--frames", type=int, default=36)
+    a = parser.parse_args()
+    report = calibrate(a.corpus, a.weights, a.sequences, a.frames)
+    store(a.weights, report)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "calibration.json").write_text(json.dumps(report, indent=1))
+    (RESULTS / "calibration.md").write_text(table(report) + "\n")
+    print(table(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""A reference material in the neural solver's terms: Conditions.stiffness and Conditions.damping.
+
+stiffness = 1 and damping = 1 mean the category's default material (ElasticMaterial(), ...); other
+materials scale them by the parameter that sets the deformation's frequency squared and its damping:
+
+    elastic      stiffness = E / E_default                      damping = flex damping / default
+    cloth        stiffness = (tension / vertex mass) / default   damping = air damping / default
+    continuum    stiffness = E / E_default                      damping = 1 (MPM has no viscosity)
+    articulated  stiffness = 1 (joints have no spring here)      damping = joint damping / default
+"""
+
+from .articulated import ArticulatedMaterial
+from .cloth import ClothMaterial
+from .continuum import ContinuumMaterial
+from .elastic import ElasticMaterial
+
+
+def material_scales(category: str, material: dict) -> tuple[float, float]:
+    """(stiffness, damping) of a reference material given as its fields (a corpus sequence's record)."""
+    if category == "elastic":
+        default = ElasticMaterial()
+        return material["young"] / default.young, material["damping"] / default.damping
+    if category == "cloth":
+        default = ClothMaterial()
+        per_mass = material["tension"] / material["vertex_mass"]
+        return per_mass / (default.tension / default.vertex_mass), material["air_damping"] / default.air_damping
+    if category == "continuum":
+        return material["young"] / ContinuumMaterial().young, 1.0
+    if category == "articulated":
+        return 1.0, material["joint_damping"] / ArticulatedMaterial().joint_damping
+    raise ValueError(f"unknown category {category!r}")
