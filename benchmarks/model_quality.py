@@ -17,7 +17,6 @@ Writes benchmarks/results/model_quality.{json,md} and a latent-grid contact shee
 import argparse
 import json
 import platform
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -145,7 +144,7 @@ def table(results: dict, ablation: dict | None) -> str:
 def latent_grid(weights: Path, corpus: Path, destination: Path, categories=("articulated", "cloth", "elastic")):
     """Decode a 5 x 5 grid over the two leading reduced coordinates of one held-out shape per category."""
     from tools.build_extension import isolate_user_folders
-    from tools.stage import contact_sheet, render_mesh
+    from tools.stage import mesh_sheet
 
     isolate_user_folders()
     model = load_model(weights, "cpu")
@@ -153,24 +152,20 @@ def latent_grid(weights: Path, corpus: Path, destination: Path, categories=("art
     for sequence in heldout(corpus, 1_000_000):
         if sequence.category in categories and sequence.category not in picked:
             picked[sequence.category] = sequence
-    with tempfile.TemporaryDirectory() as folder:
-        paths = []
-        for category in categories:
-            if category not in picked:
-                continue
-            obj = Object(model, picked[category])
-            for s1 in GRID:
-                for s0 in GRID:
-                    s = torch.zeros(obj.subspace.size)
-                    s[0] = s0
-                    if obj.subspace.size > 1:
-                        s[1] = s1
-                    points = obj.decode(model, obj.subspace.latent(obj.prior_mean, s)).numpy().astype(np.float64)
-                    path = Path(folder) / f"{category}-{len(paths):03d}.png"
-                    render_mesh(obj.shape.to_world(points), obj.shape.faces, path)
-                    paths.append(path)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        contact_sheet(paths, destination, columns=len(GRID))
+    states = []
+    for category in categories:
+        if category not in picked:
+            continue
+        obj = Object(model, picked[category])
+        for s1 in GRID:
+            for s0 in GRID:
+                s = torch.zeros(obj.subspace.size)
+                s[0] = s0
+                if obj.subspace.size > 1:
+                    s[1] = s1
+                points = obj.decode(model, obj.subspace.latent(obj.prior_mean, s)).numpy().astype(np.float64)
+                states.append((obj.shape.to_world(points), obj.shape.faces, ()))
+    mesh_sheet(states, destination, columns=len(GRID))
 
 
 def main():

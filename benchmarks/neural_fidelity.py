@@ -7,14 +7,18 @@ the same rest mesh, conditions and material (as stiffness and damping scales) by
 - neural: the learned coordinates with the Euler-Lagrange equation (the product's default);
 - rigid only: the same engine without deformation coordinates;
 - initial conditions only: the neural solver as in the paper's setting, without the pushes and
-  without the ground (velocities and pull-and-release still apply).
+  without the ground (velocities and pull-and-release still apply);
+- no Lagrangian: the same latent space without the equation of motion (the rigid solver's pose, the
+  latent relaxing from the pull as a free damped oscillation).
 Reported per category and overall: mean vertex error over the bounding-box diagonal at 0.5 s, 1 s
 and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s. Cloth runs with obstacles are left out
-(the solver has none). Writes benchmarks/results/neural_fidelity.{json,md} and a plot of the error
-over time, neural_fidelity.png.
+(the solver has none). Writes benchmarks/results/neural_fidelity.{json,md}, a plot of the error
+over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category, reference frames at
+0, 0.5, 1 and 2 s above the neural ones.
 """
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -27,13 +31,14 @@ import torch
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
+from neurok_blender.core.neurok import pulled_coordinates
 from training.calibrate import pick_sequences
 from training.corpus.conditions import conditions_of
 from training.reference.scales import material_scales
 
 RESULTS = Path(__file__).parent / "results"
 TIMES = (0.5, 1.0, 2.0)  # s
-VARIANTS = ("neural", "rigid only", "initial conditions only")
+VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
 
 
 def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
@@ -44,7 +49,34 @@ def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
     if variant == "initial conditions only":
         changes.update(forces=[], ground_height=None)
     conditions = conditions_of(sequence, **changes)
-    return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
+    vertices = sequence.rest_vertices.astype(np.float64)
+    if variant == "no Lagrangian":
+        return without_equation_of_motion(neurok, vertices, sequence.faces, conditions)
+    return neurok.simulate(vertices, sequence.faces, conditions).positions
+
+
+def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> np.ndarray:
+    """The same latent space without the Euler-Lagrange equation: the rigid solver moves the body and
+    the latent relaxes from where the pull put it as a free damped oscillation at the material's
+    frequency, s(t) = s0 exp(-d t / 2) cos(omega_d t), blind to contact, forces and spin."""
+    rigid = neurok.simulate(vertices, faces, dataclasses.replace(conditions, category="rigid", pull=None))
+    kmap, info = neurok.body(vertices, faces, conditions, conditions.category)
+    start = kmap.rest_coordinates()
+    if conditions.pull is not None:
+        start, _ = pulled_coordinates(kmap, vertices[np.asarray(conditions.pull.vertices)],
+                                      np.asarray(conditions.pull.displacement, dtype=np.float64))
+    points = torch.as_tensor(vertices)[None]
+    kmap.attach(points, parts=kmap.shape.vertex_parts, output=True)
+    omega, rate = 2 * np.pi * info["frequency"], info["damping"] / 2
+    damped = np.sqrt(max(omega**2 - rate**2, 0.0))
+    center = rigid.pose["translation"][0]  # frame 0 is the rest pose: its centre of mass
+    frames = []
+    for t, p, rotation in zip(rigid.times, rigid.pose["translation"], rigid.pose["rotation"]):
+        s = start[:, 6:] * float(np.exp(-rate * t) * np.cos(damped * t))
+        with torch.no_grad():
+            shape = kmap.deformed(s, points)[0].numpy()
+        frames.append(p + (shape - center) @ rotation.T)
+    return np.asarray(frames, dtype=np.float32)
 
 
 def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
@@ -136,11 +168,28 @@ def plot(rows: list[dict], destination: Path) -> None:
     figure.savefig(destination, dpi=90)
 
 
+def side_by_side(weights, corpus: Path, destination: Path, times=(0.0, 0.5, 1.0, 2.0)) -> None:
+    """Reference and neural frames of the first held-out sequence of each category: a row each."""
+    from tools.build_extension import isolate_user_folders
+    from tools.stage import mesh_sheet
+
+    isolate_user_folders()
+    neurok = NeuROK.load(weights, device="cpu")
+    states = []
+    for category, (sequence, *_) in pick_sequences(corpus, "heldout", 1, spread=1).items():
+        neural = replay(neurok, sequence, "neural")
+        for positions in (sequence.positions, neural):
+            frames = [min(int(round(t * sequence.fps)), len(positions) - 1) for t in times]
+            states += [(positions[f].astype(np.float64), sequence.faces, ()) for f in frames]
+    mesh_sheet(states, destination, columns=len(times))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--per-category", type=int, default=6)
+    parser.add_argument("--pictures", type=Path, default=Path("docs/neural"))
     a = parser.parse_args()
     rows = evaluate(a.weights, a.corpus, a.per_category)
     text = table(rows)
@@ -149,6 +198,8 @@ def main():
     (RESULTS / "neural_fidelity.json").write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
     (RESULTS / "neural_fidelity.md").write_text(text + "\n")
     plot(rows, RESULTS / "neural_fidelity.png")
+    side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
+    print(f"side by side: {a.pictures / 'side_by_side.jpg'}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The demo: a scene built headless, two objects thrown onto the ground, simulated, baked, rendered.
+"""The demo: a scene built headless, a jelly head and a rigid crate thrown onto the ground, simulated,
+baked, rendered.
 
     python -m tools.demo [OUTPUT_DIR]        (./run demo does this after setting up)
 
@@ -39,6 +40,7 @@ def build_scene():
     monkey.data.materials.append(material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
     s = monkey.neurok
     s.velocity, s.angular_velocity, s.mass, s.restitution = (1.8, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
+    s.category, s.stiffness = "elastic", 0.5  # a jelly head (its open eye sockets would read as cloth)
 
     bpy.ops.mesh.primitive_cube_add(size=0.8, location=(2.8, 2.0, 2.0), rotation=(0.5, 0.2, 0.0))
     crate = bpy.context.active_object
@@ -46,6 +48,7 @@ def build_scene():
     crate.data.materials.append(material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
     s = crate.neurok
     s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.2, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
+    s.category = "rigid"  # a wooden crate next to it
 
     look_at_camera(scene, (0.0, -8.0, 2.6), (0.0, 0.4, 0.7), lens=30)
     sun_and_sky(scene, rotation=(0.7, 0.2, 0.6), energy=3.5)

@@ -3,6 +3,7 @@
 The demo and the corpus validation frame their pictures with these, so they look alike.
 """
 
+import tempfile
 from pathlib import Path
 
 SKY = (0.55, 0.65, 0.8, 1.0)
@@ -107,3 +108,14 @@ def contact_sheet(paths: list[Path], destination: Path, columns=4):
     image.filepath_raw = str(destination)
     image.file_format = "JPEG" if destination.suffix.lower() in (".jpg", ".jpeg") else "PNG"
     image.save()
+
+
+def mesh_sheet(states, destination: Path, columns: int):
+    """Render each (vertices, faces, obstacles) state with ``render_mesh`` and tile them row by row."""
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for i, (vertices, faces, obstacles) in enumerate(states):
+            paths.append(Path(folder) / f"state-{i:04d}.png")
+            render_mesh(vertices, faces, paths[-1], obstacles)
+        Path(destination).parent.mkdir(parents=True, exist_ok=True)
+        contact_sheet(paths, Path(destination), columns=columns)

@@ -8,14 +8,13 @@ writes the table to PICTURES/validation.md and PICTURES/<category>.jpg (Cycles, 
 
 import argparse
 import json
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from tools.build_extension import isolate_user_folders
-from tools.stage import contact_sheet, render_mesh
+from tools.stage import mesh_sheet
 from training.corpus.shards import read_shard
 
 # A check passes when its value is at most this (booleans: must be True).
@@ -49,16 +48,12 @@ def table(rows: list[dict]) -> str:
 def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, seed: int = 0):
     """Rows of ``count`` random sequences, columns at SHEET_FRAMES."""
     picked = [rows[i] for i in np.random.default_rng(seed).choice(len(rows), min(count, len(rows)), replace=False)]
-    with tempfile.TemporaryDirectory() as frames:
-        paths = []
-        for row in picked:
-            sequence = read_shard(corpus / row["shard"])[row["index"]]
-            for frame in SHEET_FRAMES:
-                path = Path(frames) / f"{row['shard']}-{row['index']}-{frame}.png"
-                render_mesh(sequence.positions[frame].astype(np.float64), sequence.faces, path,
-                            sequence.conditions.get("obstacles", []))
-                paths.append(path)
-        contact_sheet(paths, destination, columns=len(SHEET_FRAMES))
+    states = []
+    for row in picked:
+        sequence = read_shard(corpus / row["shard"])[row["index"]]
+        states += [(sequence.positions[frame].astype(np.float64), sequence.faces, sequence.conditions.get("obstacles", []))
+                   for frame in SHEET_FRAMES]
+    mesh_sheet(states, destination, columns=len(SHEET_FRAMES))
 
 
 def main():

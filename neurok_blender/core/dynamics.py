@@ -162,6 +162,9 @@ class LagrangianSystem:
     def potential_gradient(self, q):
         if self.rest_stiffness is None:  # the map has no potential
             return None
+        closed_form = self.map.potential_gradient(q)
+        if closed_form is not None:
+            return closed_form
         return torch.func.grad(lambda qq: self.map.potential(qq).sum())(q)
 
     def _rest_stiffness(self):

@@ -73,6 +73,10 @@ class KinematicMap:
         """Internal potential energy V(q) per body (B,), or None when there is none."""
         return None
 
+    def potential_gradient(self, q: torch.Tensor) -> torch.Tensor | None:
+        """dV/dq (B, n) in closed form, or None to let the engine differentiate ``potential``."""
+        return None
+
     def recenter(self, q: torch.Tensor, q_dot: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Change of chart between steps (same configuration and velocity, better coordinates)."""
         return q, q_dot

@@ -195,6 +195,20 @@ class NeuralBodyMap(KinematicMap):
         wall = self.wall_mass * S_WALL**2 * ((s * s).sum(1) / S_WALL**2) ** 3
         return 0.5 * self.omega2 * (spring + wall)
 
+    def potential_gradient(self, q):
+        """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
+        u = Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network (exact) goes by autograd."""
+        field = self._skin(self.mass_points)[3]
+        if field is None:
+            return None
+        first, second = field
+        s = q[:, 6:]
+        u = self.deformed(s, self.mass_points) - self.mass_points
+        r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
+        spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
+        wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / S_WALL**4
+        return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)
+
     def recenter(self, q, q_dot):
         """As the rigid map: R_ref <- R_ref exp(theta), theta <- 0, theta_dot <- body angular velocity."""
         omega = body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])

@@ -132,15 +132,7 @@ class NeuROK:
             out = output_points(points)
         trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
                              output_points=out, substeps=conditions.substeps, progress=progress)
-        return SimulationResult(
-            positions=trajectory.points[:, 0],
-            times=trajectory.times,
-            pose={k: p[:, 0] for k, p in trajectory.pose.items()},
-            coordinates=trajectory.coordinates[:, 0],
-            energy={k: e[:, 0] for k, e in trajectory.energy.items()},
-            substeps=trajectory.substeps,
-            info=info,
-        )
+        return SimulationResult.from_trajectory(trajectory, info)
 
 
 def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np.ndarray):

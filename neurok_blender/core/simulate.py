@@ -26,6 +26,15 @@ class SimulationResult:
     substeps: int  # integration steps per frame that were used
     info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
 
+    @classmethod
+    def from_trajectory(cls, trajectory, info: dict | None = None) -> "SimulationResult":
+        """The one body of a batch-of-one ``Trajectory``."""
+        return cls(positions=trajectory.points[:, 0], times=trajectory.times,
+                   pose={k: p[:, 0] for k, p in trajectory.pose.items()},
+                   coordinates=trajectory.coordinates[:, 0],
+                   energy={k: e[:, 0] for k, e in trajectory.energy.items()},
+                   substeps=trajectory.substeps, **({"info": info} if info is not None else {}))
+
 
 def simulate(vertices, faces, conditions: Conditions | None = None,
              progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
@@ -57,14 +66,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
                          output_points=output_points(v if points is None else points), substeps=conditions.substeps,
                          progress=progress)
-    return SimulationResult(
-        positions=trajectory.points[:, 0],
-        times=trajectory.times,
-        pose={k: p[:, 0] for k, p in trajectory.pose.items()},
-        coordinates=trajectory.coordinates[:, 0],
-        energy={k: e[:, 0] for k, e in trajectory.energy.items()},
-        substeps=trajectory.substeps,
-    )
+    return SimulationResult.from_trajectory(trajectory)
 
 
 def output_points(points):

@@ -98,3 +98,12 @@ def test_the_quadratic_expansion_agrees_with_the_network_to_second_order():
     assert moved > 1e-3  # the step really deforms the body
     assert small < 0.05 * moved  # close ...
     assert 6.0 < small / half < 10.0  # ... and the gap is third order: halving the step divides it by 8
+
+
+def test_the_closed_form_potential_gradient_is_the_potential_s():
+    kmap, _ = make_body("quadratic")
+    q = kmap.rest_coordinates() + torch.tensor([[0.1, 0.0, 0.2, 0.3, -0.1, 0.2, 1.5, -2.0, 2.5]], dtype=torch.float64)
+    autograd = torch.func.grad(lambda qq: kmap.potential(qq).sum())(q)
+    closed = kmap.potential_gradient(q)
+    assert autograd[:, 6:].abs().max() > 0
+    torch.testing.assert_close(closed, autograd)

@@ -1,0 +1,118 @@
+"""How fast the neural solver is, where its time goes, and what the quadratic decoder costs in accuracy.
+
+    .venv/bin/python -m benchmarks.neural_speed [--weights W] [--frames 120] [--sizes 1000 10000 100000]
+
+For UV spheres of about 1k, 10k and 100k vertices dropped onto the ground for 120 frames at 24 fps:
+seconds to encode the mesh and build its learned coordinates (encoder, active subspace, decoder
+expansion, mass points), to roll out (solver steps, decoding every frame included), and Blender's
+own Cloth bake of the same mesh and frames in the same run (``training/reference/cloth.py``, bpy
+5.0.1, one thread), as a ratio. Baking into shape keys is the add-on's part and not timed here.
+Then the quadratic expansion against the network itself on the same shape: relative difference of
+the decoded motion at |s| = 0.5, 1, 2, 3 prior standard deviations.
+Writes benchmarks/results/neural_speed.{json,md}.
+"""
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmarks.rigid_engine import uv_sphere
+from neurok_blender.core import Conditions, NeuROK
+from neurok_blender.core.neural import DecoderMotions, QuadraticMotions
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def sphere(vertices: int):
+    """A UV sphere of radius 0.3 m with about ``vertices`` vertices, its lowest point 0.5 m up."""
+    rings = max(4, int(round(np.sqrt(vertices / 2))))
+    v, f = uv_sphere(rings, int(round(vertices / rings)))
+    return v * 0.3 + [0.0, 0.0, 0.8], f
+
+
+def time_neural(neurok: NeuROK, v, f, frames: int) -> dict:
+    conditions = Conditions(frames=frames, fps=24.0, ground_height=0.0, category="elastic")
+    began = time.perf_counter()
+    kmap, info = neurok.body(v, f, conditions, "elastic")
+    body = time.perf_counter() - began
+    began = time.perf_counter()
+    result = neurok.simulate(v, f, conditions)
+    total = time.perf_counter() - began
+    return {"build_s": body, "simulate_s": total, "rollout_s": total - body, "substeps": result.substeps,
+            "reduced_coordinates": info["reduced_coordinates"], "finite": bool(np.isfinite(result.positions).all())}
+
+
+def time_cloth(v, f, frames: int) -> float:
+    from training.reference.cloth import simulate_cloth
+
+    began = time.perf_counter()
+    simulate_cloth(v, f, conditions=Conditions(frames=frames, fps=24.0, ground_height=0.0))
+    return time.perf_counter() - began
+
+
+def expansion_error(neurok: NeuROK, v, f, radii=(0.5, 1.0, 2.0, 3.0), directions: int = 8) -> dict:
+    """Mean over random directions of |m_quadratic(s) - m(s)| / |m(s) - m(0)| at each radius."""
+    kmap, _ = neurok.body(v, f, Conditions(category="elastic"), "elastic")
+    quadratic: QuadraticMotions = kmap.motions
+    exact: DecoderMotions = quadratic.exact
+    generator = torch.Generator().manual_seed(0)
+    k = kmap.reduced_size
+    base = torch.cat(exact(torch.zeros(1, k, dtype=torch.float64)), -1)
+    out = {}
+    for radius in radii:
+        errors = []
+        for _ in range(directions):
+            s = torch.randn(1, k, dtype=torch.float64, generator=generator)
+            s = s / s.norm() * radius
+            with torch.no_grad():
+                truth, approx = torch.cat(exact(s), -1), torch.cat(quadratic(s), -1)
+            errors.append(float((approx - truth).norm() / (truth - base).norm()))
+        out[str(radius)] = float(np.mean(errors))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
+    parser.add_argument("--frames", type=int, default=120)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--no-cloth", action="store_true", help="skip Blender's Cloth bake")
+    a = parser.parse_args()
+    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok.simulate(*sphere(500), Conditions(frames=2, category="elastic"))  # first calls of torch kernels: not timed
+    rows = []
+    for size in a.sizes:
+        v, f = sphere(size)
+        row = {"vertices": len(v), **time_neural(neurok, v, f, a.frames)}
+        if not a.no_cloth:
+            row["blender_cloth_s"] = time_cloth(v, f, a.frames)
+            row["cloth_over_neural"] = row["blender_cloth_s"] / row["simulate_s"]
+        rows.append(row)
+        print(row, flush=True)
+    accuracy = expansion_error(neurok, *sphere(2000))
+    print("quadratic vs network, relative motion error by |s|:", accuracy)
+    lines = ["| vertices | build (s) | rollout (s) | total (s) | substeps/frame | k_q | Blender Cloth (s) | Cloth / neural |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cloth = f"{r['blender_cloth_s']:.1f} | {r['cloth_over_neural']:.2f}" if "blender_cloth_s" in r else "- | -"
+        lines.append(f"| {r['vertices']} | {r['build_s']:.1f} | {r['rollout_s']:.1f} | {r['simulate_s']:.1f} | "
+                     f"{r['substeps']} | {r['reduced_coordinates']} | {cloth} |")
+    lines += ["", "Quadratic decoder against the network (relative error of the decoded motion):", "",
+              "| s | " + " | ".join(accuracy) + " |", "|---|" + "---:|" * len(accuracy) + "",
+              "| error | " + " | ".join(f"{e:.3f}" for e in accuracy.values()) + " |"]
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "neural_speed.json").write_text(json.dumps(
+        {"machine": platform.platform(), "threads": torch.get_num_threads(), "frames": a.frames, "rows": rows,
+         "expansion_error": accuracy}, indent=1))
+    (RESULTS / "neural_speed.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
