@@ -81,7 +81,7 @@ def main():
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--frames", type=int, default=120)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
-    parser.add_argument("--no-cloth", action="store_true", help="skip Blender's Cloth bake")
+    parser.add_argument("--cloth-max", type=int, default=20000, help="Blender's Cloth bake up to this many vertices")
     a = parser.parse_args()
     neurok = NeuROK.load(a.weights, device="cpu")
     neurok.simulate(*sphere(500), Conditions(frames=2, category="elastic"))  # first calls of torch kernels: not timed
@@ -89,7 +89,7 @@ def main():
     for size in a.sizes:
         v, f = sphere(size)
         row = {"vertices": len(v), **time_neural(neurok, v, f, a.frames)}
-        if not a.no_cloth:
+        if len(v) <= a.cloth_max:
             row["blender_cloth_s"] = time_cloth(v, f, a.frames)
             row["cloth_over_neural"] = row["blender_cloth_s"] / row["simulate_s"]
         rows.append(row)

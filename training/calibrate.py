@@ -1,6 +1,6 @@
 """Measure each category's default material for the neural solver against the reference simulators.
 
-    python -m training.calibrate CORPUS WEIGHTS [--sequences 4] [--frames 36]
+    python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30]
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - xbar|^2 and a Rayleigh
 damping rate (``neurok_blender/core/neural.py``); their values at stiffness = damping = 1 are what
@@ -30,7 +30,7 @@ from training.corpus.shards import read_shard
 from training.reference.scales import material_scales
 from training.train import usable
 
-FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0)  # Hz
+FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # Hz
 DAMPINGS = (0.5, 2.0, 8.0)  # 1/s
 FIRST_DAMPING = 2.0
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -121,8 +121,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("weights", type=Path)
-    parser.add_argument("--sequences", type=int, default=4, help="training sequences per category")
-    parser.add_argument("--frames", type=int, default=36)
+    parser.add_argument("--sequences", type=int, default=3, help="training sequences per category")
+    parser.add_argument("--frames", type=int, default=30)
     a = parser.parse_args()
     report = calibrate(a.corpus, a.weights, a.sequences, a.frames)
     store(a.weights, report)

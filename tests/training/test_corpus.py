@@ -82,3 +82,29 @@ def test_validation_table_counts_checks_per_category():
     text = table(rows)
     assert "| articulated | 2 | 1 | 3 | 7200 |" in text
     assert "66.7% of 3" in text and "100.0% of 3" in text
+
+
+def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(tmp_path):
+    from dataclasses import asdict
+
+    from training.corpus.conditions import conditions_of
+    from training.reference.articulated import ArticulatedMaterial
+    from training.reference.cloth import ClothMaterial
+    from training.reference.continuum import ContinuumMaterial
+    from training.reference.elastic import ElasticMaterial
+    from training.reference.scales import material_scales
+
+    sequences = [sample_articulated(seed, "train") for seed in range(12)]
+    write_shard(tmp_path / "a.npz", sequences, (0, 12), "test")
+    for original, stored in zip(sequences, read_shard(tmp_path / "a.npz")):
+        conditions = conditions_of(stored, category="articulated")
+        assert conditions.category == "articulated" and conditions.frames == len(original.positions)
+        assert len(conditions.forces) == len(original.conditions["forces"])
+        assert all(np.allclose(a.vector, b["vector"]) for a, b in zip(conditions.forces, original.conditions["forces"]))
+        assert (conditions.pull is None) == (original.conditions["pull"] is None)
+        conditions.check(len(stored.rest_vertices))
+    defaults = {"elastic": ElasticMaterial(), "cloth": ClothMaterial(), "continuum": ContinuumMaterial(),
+                "articulated": ArticulatedMaterial()}
+    for category, material in defaults.items():
+        assert material_scales(category, asdict(material)) == (1.0, 1.0)
+    assert material_scales("elastic", {**asdict(ElasticMaterial()), "young": 2e5}) == (4.0, 1.0)
