@@ -82,6 +82,12 @@ class LagrangianSystem:
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
+        self.deforms = bool(self.elastic.any())
+        if self.deforms and env.ground_height is not None and self.n_contact:
+            # a contact point the deformation moves with little inertia gets a spring of its own mass at
+            # most, so its contact frequency stays sqrt(k) as for a rigid body
+            rest = self.map.rest_coordinates()
+            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(rest, self.mass_matrix(rest)))
         self.rest_stiffness = self._rest_stiffness()
 
     # -- kinematics ---------------------------------------------------------------------------
@@ -100,6 +106,17 @@ class LagrangianSystem:
         d2x = torch.einsum("bpik,bk->bpi", hm, q_dot)
         quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
         return State(x, v, jac, mass_matrix, dT_dq, quadratic)
+
+    def _mobile_mass(self, q, mass_matrix, contact_jacobian=None):
+        """Each contact point's effective mass along the vertical, 1 / (e_z^T J M^-1 J^T e_z), (B, C)."""
+        if contact_jacobian is None:
+            contact_jacobian = self.map.jacobian(q, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
+        vertical = contact_jacobian[:, :, 2, :]  # (B, C, n)
+        scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
+        regularized = mass_matrix + MASS_REGULARIZATION * scale[:, None, None] * torch.eye(mass_matrix.shape[-1], dtype=q.dtype)
+        chol, _ = torch.linalg.cholesky_ex(regularized)
+        mobility = (vertical * torch.cholesky_solve(vertical.transpose(1, 2), chol).transpose(1, 2)).sum(-1)
+        return 1.0 / mobility.clamp(min=1e-300)
 
     def mass_matrix(self, q):
         _, jm = self.map.jacobian(q, self.map.mass_points)
@@ -142,9 +159,10 @@ class LagrangianSystem:
         dissipative = _jt(jm, drag) + rayleigh[..., 0]
         if self.env.ground_height is not None and nc:
             env = self.env
+            mobile = self._mobile_mass(q, s.mass_matrix, jc) if self.deforms else None
             spring, resist = ground_forces(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc], self.contact_mass,
                                            env.ground_height, env.contact_stiffness, self.contact_damping,
-                                           self.per_body["friction"], env.friction_regularization, self.step)
+                                           self.per_body["friction"], env.friction_regularization, self.step, mobile)
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
         return conservative, loads, dissipative

@@ -105,6 +105,11 @@ class NeuralBodyMap(KinematicMap):
         k = subspace.size
         self.rigid_dofs = torch.cat([torch.ones(6, dtype=torch.bool), torch.zeros(k, dtype=torch.bool)])
         self.scale = torch.tensor(shape.scale, dtype=dtype)
+        arms = self.mass_points[0] - self.center
+        m = self.masses[0]
+        inertia = torch.einsum("p,pk,pk->", m, arms, arms) * torch.eye(3, dtype=dtype) - torch.einsum("p,pi,pj->ij", m, arms, arms)
+        self._inverse_inertia = torch.linalg.inv(inertia)
+        self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}
         self.attach(self.mass_points)
         _, jacobian = self.jacobian(self.rest_coordinates(), self.mass_points)
@@ -143,8 +148,28 @@ class NeuralBodyMap(KinematicMap):
         if isinstance(self.motions, QuadraticMotions) and not output:
             def moved(s):
                 return self.scale * self._move(s[None], points_t, skin)[0]
-            field = (torch.func.jacfwd(moved)(zero)[None], torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
+            first, second = torch.func.jacfwd(moved)(zero)[None], torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None]
+            if self._frame is None:  # the mass points come first: their field fixes the floating frame
+                self._frame = (self._rigid_part(first), self._rigid_part(second))
+            arms = points - self.center
+            field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
         self._skins[key] = (points_t, skin, rest, field)
+
+    def _rigid_part(self, u):
+        """(t, w) of the infinitesimal rigid motion t + w x r closest to the displacements u (B, P, 3, ...)
+        of the mass points in the mass-weighted sense: t = sum m u / M, w = I^-1 sum m r x u."""
+        m = self.masses[0]
+        arms = (self.mass_points[0] - self.center).reshape(-1, 3, *([1] * (u.dim() - 3)))
+        t = torch.einsum("p,bpi...->bi...", m, u) / m.sum()
+        moment = torch.einsum("p,bpi...->bi...", m, torch.cross(arms[None].expand_as(u), u, dim=2))
+        return t, torch.einsum("ij,bj...->bi...", self._inverse_inertia, moment)
+
+    @staticmethod
+    def _rigid_motion(arms, t, w):
+        """t + w x r at the points with arms r (B, P, 3), for t, w (B, 3, ...): (B, P, 3, ...)."""
+        extra = w.dim() - 2
+        r = arms.reshape(*arms.shape, *([1] * extra))
+        return t[:, None] + torch.cross(w[:, None].expand(-1, r.shape[1], *w.shape[1:]), r.expand(-1, -1, *w.shape[1:]), dim=2)
 
     def _skin(self, points):
         key = (points.data_ptr(), tuple(points.shape))  # the engine passes the same point tensors every call
@@ -157,12 +182,21 @@ class NeuralBodyMap(KinematicMap):
         return deform(self.queries, rotation, displacement, model_points, skin, self.dual_quaternion)
 
     def deformed(self, s, points):
-        """y(s) (B, P, 3): the points moved by the deformation alone, world units, body at rest pose."""
+        """y(s) (B, P, 3): the points moved by the deformation alone, world units, body at rest pose,
+        without its rigid part (mean-axis frame: sum m u = 0 and sum m r x u = 0 over the mass points)."""
         model_points, skin, rest, field = self._skin(points)
         if field is not None:
             first, second = field
             return points + torch.einsum("bpik,bk->bpi", first, s) + 0.5 * torch.einsum("bpikl,bk,bl->bpi", second, s, s)
-        return points + self.scale * (self._move(s, model_points, skin) - rest)
+        raw = self.scale * (self._move(s, model_points, skin) - rest)
+        if self._frame is not None:  # quadratic expansion, drawn points: the frame's own expansion
+            (t1, w1), (t2, w2) = self._frame
+            t = torch.einsum("bik,bk->bi", t1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", t2, s, s)
+            w = torch.einsum("bik,bk->bi", w1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", w2, s, s)
+        else:  # the network: the rigid part of the mass points' own displacement
+            mass_model, mass_skin, mass_rest, _ = self._skin(self.mass_points)
+            t, w = self._rigid_part(self.scale * (self._move(s, mass_model, mass_skin) - mass_rest))
+        return points + raw - self._rigid_motion(points - self.center, t, w)
 
     def embed(self, q, points):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
