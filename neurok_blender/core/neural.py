@@ -23,8 +23,9 @@ its rest place in the body's own frame: zero at rest, blind to rigid motion, and
 energy T = 1/2 sum m |x_dot|^2 every small deformation oscillates at omega. A wall term
 1/2 omega^2 mu S^2 (|s| / S)^6 keeps s inside the prior's typical
 set, where the decoder was trained. mu = tr(Y^T m Y) / k_q at rest is the mass an average reduced
-direction moves, so the wall is measured against the spring itself: 1.2 % of it at |s| = 1, 20 % at
-2, equal at S_WALL = 3 prior standard deviations, and steep beyond. Without it a spinning body could soften along a
+direction moves, so the wall is measured against the spring itself; S = sqrt(k_q) + WALL_MARGIN is
+the edge of the prior's typical set (|s| of a k_q-dimensional standard normal is about sqrt(k_q),
+within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is steep beyond it. Without it a spinning body could soften along a
 curved latent direction (the centrifugal term sum m r . d2y/ds2 beats the spring) and run off
 (measured: s reached 13 and the rollout went non-finite at 0.15 s, a 3.6 rad/s spin).
 """
@@ -43,7 +44,12 @@ from .rotation import body_angular_velocity, exp_so3
 from .skinning import deform, skinning
 
 
-S_WALL = 3.0  # prior standard deviations where the wall takes over from the spring
+WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
+
+
+def wall_radius(reduced_size: int) -> float:
+    """S: where the wall takes over, the edge of the prior's typical set in k_q dimensions."""
+    return float(np.sqrt(reduced_size)) + WALL_MARGIN
 
 
 class DecoderMotions:
@@ -115,6 +121,7 @@ class NeuralBodyMap(KinematicMap):
         _, jacobian = self.jacobian(self.rest_coordinates(), self.mass_points)
         moved = jacobian[..., 6:]
         self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
+        self.wall_radius = wall_radius(k)
 
     def rest_coordinates(self):
         return torch.cat([self.center, torch.zeros(3 + self.reduced_size, dtype=self.dtype)])[None]
@@ -222,11 +229,12 @@ class NeuralBodyMap(KinematicMap):
                                  torch.einsum("bpik,bk->bpi", r_s, s_dot), r_ss_dot)
 
     def potential(self, q):
-        """V = 1/2 omega^2 (sum m |y(s) - xbar|^2 + mu S^2 (|s| / S)^6) per body, S = S_WALL (module docstring)."""
+        """V = 1/2 omega^2 (sum m |y(s) - xbar|^2 + mu S^2 (|s| / S)^6) per body (module docstring)."""
         s = q[:, 6:]
         u = self.deformed(s, self.mass_points) - self.mass_points
         spring = (self.masses[..., None] * u * u).sum((1, 2))
-        wall = self.wall_mass * S_WALL**2 * ((s * s).sum(1) / S_WALL**2) ** 3
+        radius = self.wall_radius
+        wall = self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
         return 0.5 * self.omega2 * (spring + wall)
 
     def potential_gradient(self, q):
@@ -240,7 +248,7 @@ class NeuralBodyMap(KinematicMap):
         u = self.deformed(s, self.mass_points) - self.mass_points
         r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
-        wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / S_WALL**4
+        wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)
 
     def recenter(self, q, q_dot):

@@ -27,7 +27,7 @@ from .initial import fit_initial_state
 from .mass_points import material_points
 from .mesh import check_mesh, is_closed, loose_parts
 from .model import NeuROKModel, prepare_shape, shape_tensors
-from .neural import S_WALL, NeuralBodyMap
+from .neural import NeuralBodyMap
 from .reduction import active_subspace, drop_massless
 from .rollout import rollout
 from .simulate import DTYPE, SimulationResult, environment, output_points, simulate
@@ -141,7 +141,7 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
 
         s = argmin_s sum_h |x_h(s) - (xbar_h + d)|^2
 
-    with s kept within S_WALL prior standard deviations. Returns q and the share of the displacement
+    with s kept inside the wall (``neural.wall_radius``). Returns q and the share of the displacement
     the handle reached (1 = all of it; a learned space may not bend that far, and the rest of the way
     is not forced).
     """
@@ -157,7 +157,7 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
         damping = PULL_REGULARIZATION * normal.diagonal().mean().clamp_min(1e-30)
         step = torch.linalg.solve(normal + damping * torch.eye(len(normal), dtype=DTYPE), -js.T @ residual)
         reduced = q[:, 6:] + step[None]
-        reduced = reduced * torch.clamp(S_WALL / reduced.norm().clamp_min(1e-30), max=1.0)  # stay off the wall
+        reduced = reduced * torch.clamp(kmap.wall_radius / reduced.norm().clamp_min(1e-30), max=1.0)  # off the wall
         done = bool((reduced - q[:, 6:]).abs().max() < 1e-9)
         q = torch.cat([q[:, :6], reduced], 1)
         if done:
