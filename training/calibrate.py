@@ -8,8 +8,14 @@ this script measures. For each category it replays training sequences (their sha
 materials, the latter as stiffness and damping scales, ``training/reference/scales.py``) with the
 neural solver over a grid of frequencies, then of damping rates at the best frequency, and keeps the
 pair with the least mean vertex error over the frames (relative to the bounding-box diagonal).
-Training sequences, so the held-out ones stay unseen for the benchmarks. The result goes into
-WEIGHTS (key "materials", rewritten atomically) and into benchmarks/results/calibration.{json,md}.
+Training sequences, so the held-out ones stay unseen for the benchmarks.
+
+It also measures how far the training deformations reach in the reduced coordinates: the posterior
+mean of each example projected on its shape's active subspace, |s| = |A (mu - mu_cond)|. The solver
+keeps s within the prior's typical set (its wall, ``neural.py``), where the quadratic expansion of
+the decoder holds; a model whose deformations reach much further has a prior matched too loosely.
+The materials go into WEIGHTS (key "materials", rewritten atomically), everything into
+benchmarks/results/calibration.{json,md}.
 """
 
 import argparse
@@ -28,7 +34,9 @@ from neurok_blender.core.neurok import CategoryMaterial
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
 from training.reference.scales import material_scales
-from training.train import usable
+from neurok_blender.core.reduction import active_subspace
+from training.examples import collate, make_example
+from training.train import batch_tensors, load_corpus, usable
 
 FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # Hz
 DAMPINGS = (0.5, 2.0, 8.0)  # 1/s
@@ -78,10 +86,30 @@ def score(model, sequences, material: CategoryMaterial, frames: int) -> float:
     return float(np.mean(errors))
 
 
+def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.ndarray:
+    """|s| of the posterior means of ``examples`` training examples in their shapes' active subspaces."""
+    items = load_corpus(corpus, "train")
+    rng = np.random.default_rng(seed)
+    reach = []
+    for _ in range(examples):
+        example = make_example(items[int(rng.integers(len(items)))], rng, model.config, augment=False)
+        t = batch_tensors(model, collate([example]), "cpu")
+        with torch.no_grad():
+            prior_mean, tokens = model.prior(t["features"])
+            mean, _ = model.posterior(t["features"], t["deformation"])
+        subspace = active_subspace(model, prior_mean[0], tokens[0], t["query_features"][0])
+        reach.append(float(torch.einsum("ilc,lc->i", subspace.basis, (mean - prior_mean)[0]).norm()))
+    return np.asarray(reach)
+
+
 def calibrate(corpus: Path, weights: Path, per_category: int, frames: int) -> dict:
     model = load_model(weights, "cpu")
+    reach = latent_reach(model, corpus)
+    percentiles = {str(p): float(np.percentile(reach, p)) for p in (50, 90, 99)}
+    print(f"posterior |s| over {len(reach)} training examples, percentiles 50/90/99: "
+          + " / ".join(f"{v:.2f}" for v in percentiles.values()), flush=True)
     chosen = pick_sequences(corpus, "train", per_category)
-    report = {}
+    report = {"reach_percentiles": percentiles, "reach_examples": len(reach)}
     for category in DEFORMABLE:
         sequences = chosen.get(category, [])
         if not sequences:
@@ -105,15 +133,19 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int) -> di
 
 def store(weights: Path, report: dict) -> None:
     """Write the materials into the checkpoint next to the weights (atomically)."""
-    materials = {c: {"frequency": r["frequency"], "damping": r["damping"]} for c, r in report.items()}
+    materials = {c: {"frequency": report[c]["frequency"], "damping": report[c]["damping"]} for c in DEFORMABLE}
     save_checkpoint(weights, load_model(weights, "cpu"), read_checkpoint(weights)["about"], materials=materials)
 
 
 def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | mean vertex error / diagonal | sequences |",
              "|---|---|---|---|---|"]
-    for category, r in report.items():
+    for category in DEFORMABLE:
+        r = report[category]
         lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {r['error']:.4f} | {len(r['sequences'])} |")
+    reach = report["reach_percentiles"]
+    lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
+                 f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}.")
     return "\n".join(lines)
 
 
