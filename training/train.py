@@ -1,7 +1,7 @@
 """Train the NeuROK model on the corpus; the shipped weights come from this script.
 
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
-                                        [--displacement] [--hours H]
+                                        [--displacement] [--hours H] [--kl-weight 0.01]
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
@@ -60,7 +60,7 @@ def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
             "targets": f["targets"], "skin": Skinning(t["skin_index"], t["skin_weight"].float())}
 
 
-def losses(model: NeuROKModel, t: dict, sample: bool = True) -> dict:
+def losses(model: NeuROKModel, t: dict, sample: bool = True, kl_weight: float = KL_WEIGHT) -> dict:
     prior_mean, tokens = model.prior(t["features"])
     mean, log_variance = model.posterior(t["features"], t["deformation"])
     z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_variance) if sample else mean
@@ -69,7 +69,7 @@ def losses(model: NeuROKModel, t: dict, sample: bool = True) -> dict:
     reconstruction = (error ** 2).sum(-1).mean() / UNIT**2
     # KL(N(mu, s^2) || N(mu_cond, 1)) = 1/2 sum (s^2 + (mu - mu_cond)^2 - 1 - log s^2)
     kl = 0.5 * (log_variance.exp() + (mean - prior_mean) ** 2 - 1 - log_variance).sum((-1, -2)).mean()
-    return {"loss": reconstruction + KL_WEIGHT * kl, "reconstruction": reconstruction, "kl": kl,
+    return {"loss": reconstruction + kl_weight * kl, "reconstruction": reconstruction, "kl": kl,
             "vertex_error": error.norm(dim=-1).mean()}
 
 
@@ -80,7 +80,7 @@ def draw_batch(items, seed: int, step: int, size: int, config: ModelConfig, augm
 
 def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
-          until: int | None = None) -> Path:
+          until: int | None = None, kl_weight: float = KL_WEIGHT) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
     earlier, resumably. Returns the path of the model file."""
     out.mkdir(parents=True, exist_ok=True)
@@ -93,6 +93,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         payload = read_checkpoint(checkpoint)
         if payload["config"] != model.config_dict():
             raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
+        if payload["about"].get("kl_weight", KL_WEIGHT) != kl_weight:
+            raise ValueError(f"{checkpoint} was trained with KL weight {payload['about'].get('kl_weight', KL_WEIGHT)}")
         model.load_state_dict(payload["weights"])
         optimizer.load_state_dict(payload["optimizer"])
         step, elapsed = payload["step"], payload["about"]["seconds"]
@@ -105,7 +107,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
 
     def about():
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
-                "batch": batch, "seed": seed, "device": str(device)}
+                "batch": batch, "seed": seed, "device": str(device), "kl_weight": kl_weight}
 
     began = time.perf_counter() - elapsed
     with (out / "log.jsonl").open("a") as log:
@@ -114,7 +116,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
                 group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
             model.train()
             torch.manual_seed(seed * 1_000_003 + step)  # the posterior's noise, per step
-            values = losses(model, batch_tensors(model, draw_batch(items, seed, step, batch, config), device))
+            values = losses(model, batch_tensors(model, draw_batch(items, seed, step, batch, config), device),
+                            kl_weight=kl_weight)
             optimizer.zero_grad()
             values["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -124,7 +127,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             if step % log_every == 0 or step == steps:
                 model.eval()
                 with torch.no_grad():
-                    held = losses(model, validation, sample=False)
+                    held = losses(model, validation, sample=False, kl_weight=kl_weight)
                 row = {"step": step, "seconds": round(elapsed, 1), **{k: v.item() for k, v in values.items()},
                        "heldout_vertex_error": float(held["vertex_error"]), "heldout_kl": float(held["kl"])}
                 log.write(json.dumps(row) + "\n")
@@ -149,9 +152,11 @@ def main():
     parser.add_argument("--device", default="auto")
     parser.add_argument("--hours", type=float, default=None, help="stop (resumably) after this much training time")
     parser.add_argument("--displacement", action="store_true", help="the ablation: plain displacements, no dual quaternions")
+    parser.add_argument("--kl-weight", type=float, default=KL_WEIGHT,
+                        help="weight of the KL term against the reconstruction in units of (1 %% of the diagonal)^2")
     a = parser.parse_args()
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, ModelConfig(dual_quaternion=not a.displacement),
-          hours=a.hours)
+          hours=a.hours, kl_weight=a.kl_weight)
 
 
 if __name__ == "__main__":

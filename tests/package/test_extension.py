@@ -14,7 +14,7 @@ HERE = Path(__file__).parent
 def test_built_zip_installs_enables_and_simulates(tmp_path):
     zip_path = build(tmp_path)  # raises if Blender's validator rejects the manifest or the zip
     names = zipfile.ZipFile(zip_path).namelist()
-    assert {"blender_manifest.toml", "__init__.py", "core/dynamics.py", "operators/simulate.py"} <= set(names)
+    assert {"blender_manifest.toml", "__init__.py", "core/dynamics.py", "operators/simulate.py", "weights/neurok.pt"} <= set(names)
     assert not any(n.startswith(("tests/", "tools/", "benchmarks/")) or "__pycache__" in n for n in names)
 
     run = subprocess.run([sys.executable, str(HERE / "install_and_run.py"), str(zip_path)],
