@@ -7,7 +7,8 @@ damping rate (``neurok_blender/core/neural.py``); their values at stiffness = da
 this script measures. For each category it replays training sequences (their shapes, conditions and
 materials, the latter as stiffness and damping scales, ``training/reference/scales.py``) with the
 neural solver over a grid of frequencies, then of damping rates at the best frequency, and keeps the
-pair with the least mean vertex error over the frames (relative to the bounding-box diagonal).
+pair with the least mean vertex error over the frames (relative to the bounding-box diagonal; a
+rollout that goes non-finite counts as an error of the whole diagonal).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -41,6 +42,7 @@ from training.train import batch_tensors, load_corpus, usable
 FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # Hz
 DAMPINGS = (0.5, 2.0, 8.0)  # 1/s
 FIRST_DAMPING = 2.0
+FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
@@ -76,14 +78,16 @@ def vertex_error(positions: np.ndarray, sequence) -> float:
     return float(np.linalg.norm(positions - reference, axis=-1).mean() / diagonal)
 
 
-def score(model, sequences, material: CategoryMaterial, frames: int) -> float:
-    errors = []
+def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, int]:
+    """Mean vertex error over the sequences (FAILED_ERROR for a non-finite rollout) and the failures."""
+    errors, failed = [], 0
     for sequence in sequences:
         try:
             errors.append(vertex_error(replay(model, sequence, material, frames), sequence))
         except SimulationError:
-            errors.append(np.inf)  # a material that blows up is never chosen
-    return float(np.mean(errors))
+            errors.append(FAILED_ERROR)
+            failed += 1
+    return float(np.mean(errors)), failed
 
 
 def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.ndarray:
@@ -117,17 +121,18 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int) -> di
         began, trials = time.perf_counter(), {}
         for frequency in FREQUENCIES:
             trials[(frequency, FIRST_DAMPING)] = score(model, sequences, CategoryMaterial(frequency, FIRST_DAMPING), frames)
-        best_frequency = min(FREQUENCIES, key=lambda f: trials[(f, FIRST_DAMPING)])
+        best_frequency = min(FREQUENCIES, key=lambda f: trials[(f, FIRST_DAMPING)][0])
         for damping in DAMPINGS:
             if (best_frequency, damping) not in trials:
                 trials[(best_frequency, damping)] = score(model, sequences, CategoryMaterial(best_frequency, damping), frames)
-        (frequency, damping), error = min(trials.items(), key=lambda item: item[1])
-        report[category] = {"frequency": frequency, "damping": damping, "error": error,
+        (frequency, damping), (error, failed) = min(trials.items(), key=lambda item: item[1][0])
+        report[category] = {"frequency": frequency, "damping": damping, "error": error, "failed": failed,
                             "sequences": [s.shape for s in sequences], "frames": frames,
-                            "trials": [{"frequency": f, "damping": d, "error": e} for (f, d), e in trials.items()],
+                            "trials": [{"frequency": f, "damping": d, "error": e, "failed": n}
+                                       for (f, d), (e, n) in trials.items()],
                             "seconds": round(time.perf_counter() - began, 1)}
-        print(f"{category}: {frequency} Hz, {damping}/s, mean vertex error {error:.4f} of the diagonal "
-              f"({len(sequences)} sequences, {report[category]['seconds']} s)", flush=True)
+        print(f"{category}: {frequency} Hz, {damping}/s, mean vertex error {error:.4f} of the diagonal, "
+              f"{failed} non-finite ({len(sequences)} sequences, {report[category]['seconds']} s)", flush=True)
     return report
 
 
@@ -138,11 +143,12 @@ def store(weights: Path, report: dict) -> None:
 
 
 def table(report: dict) -> str:
-    lines = ["| category | frequency (Hz) | damping (1/s) | mean vertex error / diagonal | sequences |",
-             "|---|---|---|---|---|"]
+    lines = ["| category | frequency (Hz) | damping (1/s) | mean vertex error / diagonal | non-finite | sequences |",
+             "|---|---|---|---|---|---|"]
     for category in DEFORMABLE:
         r = report[category]
-        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {r['error']:.4f} | {len(r['sequences'])} |")
+        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {r['error']:.4f} | {r['failed']} | "
+                     f"{len(r['sequences'])} |")
     reach = report["reach_percentiles"]
     lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
                  f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}.")
