@@ -61,6 +61,8 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     frequency, s(t) = s0 exp(-d t / 2) cos(omega_d t), blind to contact, forces and spin."""
     rigid = neurok.simulate(vertices, faces, dataclasses.replace(conditions, category="rigid", pull=None))
     kmap, info = neurok.body(vertices, faces, conditions, conditions.category)
+    if kmap is None:  # no deformation coordinate: the rigid motion is all there is
+        return rigid.positions
     start = kmap.rest_coordinates()
     if conditions.pull is not None:
         start, _ = pulled_coordinates(kmap, vertices[np.asarray(conditions.pull.vertices)],

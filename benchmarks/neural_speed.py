@@ -58,6 +58,8 @@ def time_cloth(v, f, frames: int) -> float:
 def expansion_error(neurok: NeuROK, v, f, radii=(0.5, 1.0, 2.0, 3.0), directions: int = 8) -> dict:
     """Mean over random directions of |m_quadratic(s) - m(s)| / |m(s) - m(0)| at each radius."""
     kmap, _ = neurok.body(v, f, Conditions(category="elastic"), "elastic")
+    if kmap is None:
+        return {}
     quadratic: QuadraticMotions = kmap.motions
     exact: DecoderMotions = quadratic.exact
     generator = torch.Generator().manual_seed(0)

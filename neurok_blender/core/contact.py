@@ -50,9 +50,11 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C), split as
     (conservative spring, dissipative dashpot + friction), each (B, C, 3).
 
-    ``mobile_mass`` (B, C), when given, is each point's own effective mass along the normal,
-    1 / (n^T J M^-1 J^T n): a deforming body can move one point with little inertia, and the caps below
-    must then use that smaller mass.
+    ``mobile_mass`` (B, C), when given, bounds each point's own effective mass from below (a deforming
+    body can move one point with little inertia, more so away from rest): the spring acts with at most
+    that mass, so its frequency stays sqrt(k) and explicit steps stay stable, and the caps below use
+    it. The part of the spring it takes away is returned with the non-conservative forces, so the
+    energy bookkeeping books it as work done, not as a potential.
 
     Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
     f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). The dashpot is capped at m_i |v_n| / h and friction at
@@ -64,16 +66,16 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     touching = (depth > 0).to(x.dtype)
     touching_share = (share * touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
     effective_mass = share / touching_share.clamp(min=1e-300)
-    friction_mass = share
+    acting_share = share  # the mass the spring acts with
     if mobile_mass is not None:
-        effective_mass, friction_mass = torch.minimum(effective_mass, mobile_mass), torch.minimum(share, mobile_mass)
+        effective_mass, acting_share = torch.minimum(effective_mass, mobile_mass), torch.minimum(share, mobile_mass)
     step = math.inf if step is None else step
     spring_n = stiffness * share * depth
-    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * share * effective_mass), effective_mass / step)
-    normal = torch.clamp(spring_n - dashpot * v[..., 2] * touching, min=0.0)
+    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
+    normal = torch.clamp(stiffness * acting_share * depth - dashpot * v[..., 2] * touching, min=0.0)
     v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
-    coulomb = torch.minimum(friction[:, None] * normal / slip, friction_mass / step)
+    coulomb = torch.minimum(friction[:, None] * normal / slip, acting_share / step)
     up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
     spring = spring_n[..., None] * up
     resist = (normal - spring_n)[..., None] * up - coulomb[..., None] * v_t

@@ -85,7 +85,7 @@ class LagrangianSystem:
         self.deforms = bool(self.elastic.any())
         if self.deforms and env.ground_height is not None and self.n_contact:
             # a contact point the deformation moves with little inertia gets a spring of its own mass at
-            # most, so its contact frequency stays sqrt(k) as for a rigid body
+            # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
             self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(rest, self.mass_matrix(rest)))
         self.rest_stiffness = self._rest_stiffness()
@@ -108,15 +108,17 @@ class LagrangianSystem:
         return State(x, v, jac, mass_matrix, dT_dq, quadratic)
 
     def _mobile_mass(self, q, mass_matrix, contact_jacobian=None):
-        """Each contact point's effective mass along the vertical, 1 / (e_z^T J M^-1 J^T e_z), (B, C)."""
+        """A lower bound of each contact point's effective mass over all directions, 1 / tr(J M^-1 J^T) <=
+        1 / lambda_max, (B, C): the deformation may move a point with little inertia, sideways too."""
         if contact_jacobian is None:
             contact_jacobian = self.map.jacobian(q, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
-        vertical = contact_jacobian[:, :, 2, :]  # (B, C, n)
         scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
         regularized = mass_matrix + MASS_REGULARIZATION * scale[:, None, None] * torch.eye(mass_matrix.shape[-1], dtype=q.dtype)
         chol, _ = torch.linalg.cholesky_ex(regularized)
-        mobility = (vertical * torch.cholesky_solve(vertical.transpose(1, 2), chol).transpose(1, 2)).sum(-1)
-        return 1.0 / mobility.clamp(min=1e-300)
+        b, c, _, n = contact_jacobian.shape
+        rows = contact_jacobian.reshape(b, c * 3, n)
+        solved = torch.cholesky_solve(rows.transpose(1, 2), chol).transpose(1, 2).reshape(b, c, 3, n)
+        return 1.0 / torch.einsum("bcin,bcin->bc", contact_jacobian, solved).clamp(min=1e-300)
 
     def mass_matrix(self, q):
         _, jm = self.map.jacobian(q, self.map.mass_points)

@@ -78,7 +78,8 @@ class NeuROK:
         return cls(load_model(path, "cpu"), materials, str(path))
 
     def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions, category: str):
-        """The learned body map of one mesh (world space) and what was chosen for it."""
+        """The learned body map of one mesh (world space) and what was chosen for it; no map when no
+        reduced direction moves the mesh enough to be a coordinate (``reduction.drop_massless``)."""
         material = self.materials[category]
         shape = prepare_shape(vertices, faces, self.model.config)
         with torch.no_grad():
@@ -90,12 +91,14 @@ class NeuROK:
         probe = NeuralBodyMap(self.model, shape, active, points, masses, frequency, DTYPE, "exact")
         _, jacobian = probe.jacobian(probe.rest_coordinates(), probe.mass_points)
         y_s = jacobian[0, :, :, 6:]
-        subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s))
-        kmap = NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion)
+        subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
+                                 shape.scale)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
                 "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping}
-        return kmap, info
+        if subspace.size == 0:
+            return None, info
+        return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion), info
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
@@ -111,6 +114,10 @@ class NeuROK:
         if category == "rigid":
             return simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
         kmap, info = self.body(v, f, conditions, category)
+        if kmap is None:  # the model sees no deformation of this mesh worth a coordinate
+            result = simulate(v, f, dataclasses.replace(conditions, category="rigid", pull=None), progress, points)
+            result.info = info
+            return result
         env = dataclasses.replace(environment(conditions, v), damping=info["damping"])
         system = LagrangianSystem(kmap, env)
 
