@@ -16,18 +16,20 @@ second-order expansion at the rest state ("quadratic", the default):
 
 computed once per object by forward-mode derivatives of the network. The dynamics are then exactly
 those of this quadratic map (energy is conserved to the integrator's accuracy); against the network
-it differs by 1 % of the motion at |s| = 1 and 4 % at |s| = 2 (measured, benchmarks/neural_speed.py).
+it differs by 0.4 % of the motion at |s| = 1, 2.5 % at 2 and 4.5 % at 3 (the shipped model on a
+sphere, benchmarks/neural_speed.py).
 
 Potential: V(s) = 1/2 omega^2 sum_i m_i |y_i(s) - xbar_i|^2, a spring for every mass point back to
 its rest place in the body's own frame: zero at rest, blind to rigid motion, and with the kinetic
 energy T = 1/2 sum m |x_dot|^2 every small deformation oscillates at omega. A wall term
-1/2 omega^2 mu S^2 (|s| / S)^6 keeps s inside the prior's typical
-set, where the decoder was trained. mu = tr(Y^T m Y) / k_q at rest is the mass an average reduced
-direction moves, so the wall is measured against the spring itself; S = sqrt(k_q) + WALL_MARGIN is
+1/2 omega^2 mu S^2 (|s| / S)^6 keeps s inside the prior's typical set, where the decoder was
+trained. mu = tr(Y^T m Y) / k_q at rest is the mass an average reduced direction moves, so the wall
+is measured against the spring itself; S = sqrt(k_q) + WALL_MARGIN is
 the edge of the prior's typical set (|s| of a k_q-dimensional standard normal is about sqrt(k_q),
-within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is steep beyond it. Without it a spinning body could soften along a
-curved latent direction (the centrifugal term sum m r . d2y/ds2 beats the spring) and run off
-(measured: s reached 13 and the rollout went non-finite at 0.15 s, a 3.6 rad/s spin).
+within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is steep beyond it.
+Without it a spinning body could soften along a curved latent direction (the centrifugal term
+sum m r . d2y/ds2 beats the spring) and run off (measured: s reached 13 and the rollout went
+non-finite at 0.15 s, a 3.6 rad/s spin).
 """
 
 import copy
