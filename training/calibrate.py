@@ -32,11 +32,11 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.neurok import CategoryMaterial
+from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
-from training.reference.scales import material_scales
-from neurok_blender.core.reduction import active_subspace
 from training.examples import collate, make_example
+from training.reference.scales import material_scales
 from training.train import batch_tensors, load_corpus, usable
 
 FREQUENCIES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # Hz
