@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from neurok_blender.core import Conditions, Force, Pull
-from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.mesh import box_mesh, winding_number
 from training.corpus import continuum as corpus
 from training.reference.continuum import ContinuumMaterial, _fill, simulate_continuum
-from neurok_blender.core.mesh import winding_number
+from training.shapes.library import preprocess
 from training.shapes.geometry import enclosed_volume
 from training.shapes.solids import superquadric
 
@@ -151,8 +151,17 @@ def test_an_open_surface_is_refused():
         simulate_continuum(v, np.array([[0, 1, 2]]))
 
 
+@pytest.fixture(scope="module")
+def shape_cache(tmp_path_factory):
+    """A shape cache with two training blobs fused (2 s each): the corpus draws blobs besides superquadrics."""
+    cache = tmp_path_factory.mktemp("shapes")
+    preprocess(cache, [74, 88], names=[], workers=1)
+    return cache
+
+
 @pytest.mark.parametrize("seed", [2, 5])
-def test_a_corpus_sequence_is_valid_and_a_function_of_its_seed(monkeypatch, seed):
+def test_a_corpus_sequence_is_valid_and_a_function_of_its_seed(monkeypatch, shape_cache, seed):
+    monkeypatch.setenv("NEUROK_SHAPE_CACHE", str(shape_cache))
     monkeypatch.setattr(corpus, "PARTICLES", 500)  # the corpus uses 4000; the sampling is the same
     a, b = corpus.sample_continuum(seed, "train"), corpus.sample_continuum(seed, "train")
     assert np.array_equal(a.positions, b.positions) and a.conditions == b.conditions
