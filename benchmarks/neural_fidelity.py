@@ -32,9 +32,7 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import pick_sequences
-from training.corpus.conditions import conditions_of
-from training.reference.scales import material_scales
+from training.calibrate import errors_over_time, pick_sequences, replay_conditions
 
 RESULTS = Path(__file__).parent / "results"
 TIMES = (0.5, 1.0, 2.0)  # s
@@ -42,13 +40,12 @@ VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
 
 
 def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
-    stiffness, damping = material_scales(sequence.category, sequence.material)
-    changes = {"category": sequence.category, "stiffness": stiffness, "damping": damping}
+    changes = {}
     if variant == "rigid only":
         changes.update(category="rigid", pull=None)
     if variant == "initial conditions only":
         changes.update(forces=[], ground_height=None)
-    conditions = conditions_of(sequence, **changes)
+    conditions = replay_conditions(sequence, **changes)
     vertices = sequence.rest_vertices.astype(np.float64)
     if variant == "no Lagrangian":
         return without_equation_of_motion(neurok, vertices, sequence.faces, conditions)
@@ -79,12 +76,6 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
             shape = kmap.deformed(s, points)[0].numpy()
         frames.append(p + (shape - center) @ rotation.T)
     return np.asarray(frames, dtype=np.float32)
-
-
-def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
-    reference = sequence.positions[:len(positions)].astype(np.float64)
-    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal
 
 
 def evaluate(weights, corpus: Path, per_category: int) -> list[dict]:

@@ -62,20 +62,31 @@ def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7)
     return chosen
 
 
+def replay_conditions(sequence, **changes):
+    """The sequence's conditions for the neural solver: its category, its material as stiffness and
+    damping scales, then ``changes``."""
+    stiffness, damping = material_scales(sequence.category, sequence.material)
+    return conditions_of(sequence, **{"category": sequence.category, "stiffness": stiffness, "damping": damping,
+                                      **changes})
+
+
 def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarray:
     """The neural solver's frames for a sequence's shape and conditions with ``material`` as default."""
     neurok = NeuROK(model, {c: material for c in DEFORMABLE})
-    stiffness, damping = material_scales(sequence.category, sequence.material)
-    conditions = conditions_of(sequence, frames=min(frames, len(sequence.positions)), category=sequence.category,
-                               stiffness=stiffness, damping=damping)
+    conditions = replay_conditions(sequence, frames=min(frames, len(sequence.positions)))
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
 
 
-def vertex_error(positions: np.ndarray, sequence) -> float:
-    """Mean over frames and vertices of the distance to the reference, over the bounding-box diagonal."""
+def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
+    """Mean distance of the vertices to the reference per frame, over the bounding-box diagonal."""
     reference = sequence.positions[:len(positions)].astype(np.float64)
     diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    return float(np.linalg.norm(positions - reference, axis=-1).mean() / diagonal)
+    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal
+
+
+def vertex_error(positions: np.ndarray, sequence) -> float:
+    """Mean over frames of ``errors_over_time``."""
+    return float(errors_over_time(positions, sequence).mean())
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, int]:
