@@ -191,8 +191,12 @@ class LagrangianSystem:
         q0 = self.map.rest_coordinates()
         if self.map.potential(q0) is None:
             return None
-        hess = torch.func.hessian(lambda qq: self.map.potential(qq).sum())(q0)  # (B, n, B, n)
-        return torch.stack([hess[i, :, i, :] for i in range(q0.shape[0])])
+        return self._stiffness(q0)
+
+    def _stiffness(self, q):
+        """d2V/dq2 per body (B, n, n)."""
+        hess = torch.func.hessian(lambda qq: self.map.potential(qq).sum())(q)  # (B, n, B, n)
+        return torch.stack([hess[i, :, i, :] for i in range(q.shape[0])])
 
     # -- equations of motion and energy ------------------------------------------------------
     def acceleration(self, q, q_dot):
@@ -218,15 +222,20 @@ class LagrangianSystem:
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
 
-    def max_frequency(self) -> float:
-        """Largest natural angular frequency (rad/s) at rest: potential and contact springs."""
+    def max_frequency(self, q=None) -> float:
+        """Largest natural angular frequency (rad/s) of the contact springs and of the potential, at
+        rest and at ``q``: a pulled start sits where the potential is stiffer than at rest (the wall,
+        the decoder's curvature), and a step sized at rest blows up there."""
         omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
-        if self.rest_stiffness is not None:
-            q0 = self.map.rest_coordinates()
-            mass = self.mass_matrix(q0)
+        if self.rest_stiffness is None:
+            return math.sqrt(omega2)
+        rest = self.map.rest_coordinates()
+        for state, stiffness in [(rest, self.rest_stiffness)] + ([(q, self._stiffness(q))] if q is not None else []):
+            mass = self.mass_matrix(state)
             scale = mass.diagonal(dim1=-2, dim2=-1).mean(-1)[:, None, None]
-            inv_l = torch.linalg.inv(torch.linalg.cholesky(mass + MASS_REGULARIZATION * scale * torch.eye(q0.shape[1], dtype=q0.dtype)))
-            sym = inv_l @ self.rest_stiffness @ inv_l.transpose(-1, -2)
+            eye = torch.eye(state.shape[1], dtype=state.dtype)
+            inv_l = torch.linalg.inv(torch.linalg.cholesky(mass + MASS_REGULARIZATION * scale * eye))
+            sym = inv_l @ stiffness @ inv_l.transpose(-1, -2)
             omega2 = max(omega2, float(torch.linalg.eigvalsh(sym).max()))
         return math.sqrt(omega2)
 

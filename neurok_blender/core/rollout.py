@@ -33,12 +33,13 @@ class Trajectory:
     substeps: int  # integration steps per frame
 
 
-def choose_substeps(system: LagrangianSystem, fps: float, method: str, q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring gets omega h <= 0.5 (adaptive methods choose their own
-    steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
+def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
+    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= 0.5 (adaptive
+    methods choose their own steps inside), and no step moves the coordinates more than
+    MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
-    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency() / (fps * 0.5)))
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency(q) / (fps * 0.5)))
 
 
 def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
@@ -65,7 +66,7 @@ def rollout(
     if substeps:
         substeps = max(substeps, chart_substeps(system, fps, q_dot0))
     else:
-        substeps = choose_substeps(system, fps, method, q_dot0)
+        substeps = choose_substeps(system, fps, method, q0, q_dot0)
     system.map.attach(output_points, output=True)
     dt = 1.0 / fps
     h = dt / substeps

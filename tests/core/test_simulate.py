@@ -144,9 +144,25 @@ def test_auto_substeps_resolve_the_stiffest_spring():
     from shapes import SpringMap
 
     system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
+    q, q_dot = torch.ones(1, 1, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    assert choose_substeps(system, 24.0, "rk4", q, q_dot) == 9  # omega = 100 rad/s, omega h <= 0.5
+    assert choose_substeps(system, 24.0, "dopri5", q, q_dot) == 1
+
+
+def test_auto_substeps_resolve_the_stiffness_at_the_start_too():
+    """A pulled start sits where a stiffening potential is stiffer than at rest: V = k (s^2 + s^4) / 2
+    has V'' = k (1 + 6 s^2), so omega at s = 2 is 5 times omega at rest."""
+    from neurok_blender.core.rollout import choose_substeps
+    from shapes import SpringMap
+
+    class StiffeningMap(SpringMap):
+        def potential(self, q):
+            return 0.5 * self.stiffness * (q[:, 0] ** 2 + q[:, 0] ** 4)
+
+    system = LagrangianSystem(StiffeningMap(stiffness=1e4, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
     q_dot = torch.zeros(1, 1, dtype=torch.float64)
-    assert choose_substeps(system, 24.0, "rk4", q_dot) == 9  # omega = 100 rad/s, omega h <= 0.5
-    assert choose_substeps(system, 24.0, "dopri5", q_dot) == 1
+    assert choose_substeps(system, 24.0, "rk4", torch.zeros(1, 1, dtype=torch.float64), q_dot) == 9
+    assert choose_substeps(system, 24.0, "rk4", torch.full((1, 1), 2.0, dtype=torch.float64), q_dot) == 42
 
 
 def test_initial_positions_are_fitted_by_least_squares():
