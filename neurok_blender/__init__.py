@@ -6,27 +6,32 @@ Importing this package needs no Blender; ``register()`` imports the Blender side
 
 
 def _classes():
-    from . import panels, properties
+    from . import panels, preferences, properties
     from .operators import CLASSES as OPERATORS
 
-    return (*properties.CLASSES, *OPERATORS, *panels.CLASSES)
+    return (*preferences.CLASSES, *properties.CLASSES, *OPERATORS, *panels.CLASSES)
 
 
 def register():
     import bpy
 
-    from . import properties
+    from . import job, properties
 
     for cls in _classes():
         bpy.utils.register_class(cls)
     properties.attach()
+    bpy.app.handlers.load_pre.append(job.cancel_on_file_load)
 
 
 def unregister():
     import bpy
 
-    from . import properties
+    from . import job, properties
 
+    if job.cancel_on_file_load in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(job.cancel_on_file_load)
+    if job.running() is not None:  # disabling the add-on mid-solve: stop it, bake nothing
+        job.running().cancel()
     properties.detach()
     for cls in reversed(_classes()):
         bpy.utils.unregister_class(cls)

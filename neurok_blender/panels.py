@@ -1,6 +1,8 @@
-"""The "NeuROK" tab of the 3D view's sidebar."""
+"""The "NeuROK" tab of the 3D view's sidebar: Target, Conditions, Material, Simulation, Simulate, Result."""
 
 import bpy
+
+from . import job
 
 
 class NEUROK_UL_forces(bpy.types.UIList):
@@ -10,7 +12,19 @@ class NEUROK_UL_forces(bpy.types.UIList):
                      icon="FORCE_FORCE")
 
 
+class _Section:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "NeuROK"
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None and context.active_object.type == "MESH"
+
+
 class VIEW3D_PT_neurok(bpy.types.Panel):
+    """Target and the Simulate button; the sections below are sub-panels, collapsible."""
+
     bl_label = "NeuROK"
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -23,23 +37,42 @@ class VIEW3D_PT_neurok(bpy.types.Panel):
             layout.label(text="Select a mesh object", icon="INFO")
             return
         s = obj.neurok
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-
         box = layout.box()
         box.label(text=obj.name, icon="MESH_DATA")
-        box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end}" if s.is_baked else "Not baked")
+        if s.is_baked:
+            kind = "point cache" if s.bake_modifier else "shape keys"
+            box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} ({kind})", icon="CHECKMARK")
+        else:
+            box.label(text="Not baked")
+        solve = job.running()
+        if solve is not None:
+            layout.progress(factor=solve.done / max(solve.total, 1), type="BAR",
+                            text=f"Simulating '{solve.job.name}': frame {solve.done}/{solve.total} (Esc cancels)")
+        else:
+            layout.operator("neurok.simulate", icon="PHYSICS")
 
-        col = layout.column(heading="Conditions")
-        col.prop(s, "velocity")
-        col.prop(s, "angular_velocity")
+
+class VIEW3D_PT_neurok_conditions(_Section, bpy.types.Panel):
+    bl_label = "Conditions"
+    bl_parent_id = "VIEW3D_PT_neurok"
+
+    def draw(self, context):
+        obj = context.active_object
+        s = obj.neurok
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = True  # keyframe dots: velocities and force vectors are animatable
+        col = layout.column()
+        col.label(text=f"Gravity from the scene: {context.scene.gravity.length:.2f} m/s²"
+                  if context.scene.use_gravity else "Scene gravity is off", icon="SORT_ASC")
         col.prop(s, "use_ground")
         sub = col.column()
         sub.active = s.use_ground
         sub.prop(s, "ground_height")
-        col.label(text=f"Gravity from the scene: {context.scene.gravity.length:.2f} m/s²"
-                  if context.scene.use_gravity else "Scene gravity is off")
+        col.prop(s, "velocity")
+        col.prop(s, "angular_velocity")
 
+        layout.label(text="Forces")
         row = layout.row()
         row.template_list("NEUROK_UL_forces", "", s, "forces", s, "active_force_index", rows=2)
         ops = row.column(align=True)
@@ -54,7 +87,24 @@ class VIEW3D_PT_neurok(bpy.types.Panel):
             col.prop(force, "frame_start")
             col.prop(force, "frame_end")
 
-        col = layout.column(heading="Material")
+        col = layout.column()
+        col.prop(s, "use_pull")
+        sub = col.column()
+        sub.active = s.use_pull
+        sub.prop_search(s, "pull_vertex_group", obj, "vertex_groups")
+        sub.prop(s, "pull_offset")
+
+
+class VIEW3D_PT_neurok_material(_Section, bpy.types.Panel):
+    bl_label = "Material"
+    bl_parent_id = "VIEW3D_PT_neurok"
+
+    def draw(self, context):
+        s = context.active_object.neurok
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        col = layout.column()
         col.prop(s, "category")
         sub = col.column()
         sub.active = s.category != "rigid"
@@ -65,15 +115,39 @@ class VIEW3D_PT_neurok(bpy.types.Panel):
         col.prop(s, "restitution")
         col.prop(s, "drag")
 
-        col = layout.column(heading="Simulation")
+
+class VIEW3D_PT_neurok_simulation(_Section, bpy.types.Panel):
+    bl_label = "Simulation"
+    bl_parent_id = "VIEW3D_PT_neurok"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        s = context.active_object.neurok
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        col = layout.column()
         col.prop(s, "frame_start")
         col.prop(s, "frame_end")
         col.prop(s, "use_current_frame")
         col.prop(s, "integrator")
         col.prop(s, "substeps")
+        col.prop(s, "output")
+        addon = context.preferences.addons.get(__package__)
+        if addon is not None:
+            col.prop(addon.preferences, "device")
+            col.prop(addon.preferences, "threads")
 
-        layout.operator("neurok.simulate", icon="PHYSICS")
-        layout.operator("neurok.clear", icon="TRASH")
+
+class VIEW3D_PT_neurok_result(_Section, bpy.types.Panel):
+    bl_label = "Result"
+    bl_parent_id = "VIEW3D_PT_neurok"
+
+    def draw(self, context):
+        row = self.layout.row(align=True)
+        row.operator("neurok.clear", icon="TRASH")
+        row.operator("neurok.export", icon="EXPORT")
 
 
-CLASSES = (NEUROK_UL_forces, VIEW3D_PT_neurok)
+CLASSES = (NEUROK_UL_forces, VIEW3D_PT_neurok, VIEW3D_PT_neurok_conditions, VIEW3D_PT_neurok_material,
+           VIEW3D_PT_neurok_simulation, VIEW3D_PT_neurok_result)

@@ -54,6 +54,13 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                   description="Initial linear velocity of the centre of mass, world axes (m/s)")
     angular_velocity: FloatVectorProperty(name="Angular Velocity (rad/s)", subtype="XYZ", size=3,
                                           description="Initial spin about the centre of mass, world axes (rad/s)")
+    use_pull: BoolProperty(name="Pull and Release", default=False,
+                           description="Start with a vertex group pulled away from the rest shape, let go at "
+                                       "the start frame: the body snaps back and wobbles")
+    pull_vertex_group: StringProperty(name="Handle", description="Vertex group that is held and pulled")
+    pull_offset: FloatVectorProperty(name="Pull", subtype="TRANSLATION", unit="LENGTH", size=3,
+                                     default=(0.0, 0.0, 0.1),
+                                     description="How far the handle is pulled, world axes")
     mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=0.001, soft_max=1000.0, unit="MASS",
                         description="Total mass; spread by volume for closed meshes, by area for open ones")
     category: EnumProperty(name="Category", default="auto",
@@ -80,6 +87,12 @@ class NeurokSettings(bpy.types.PropertyGroup):
                              description="Time integration method")
     substeps: IntProperty(name="Substeps", default=0, min=0, soft_max=200,
                           description="Integration steps per frame; 0 picks them from the stiffest spring")
+    output: EnumProperty(name="Bake To", default="SHAPE_KEYS",
+                         items=[("SHAPE_KEYS", "Shape Keys", "One shape key per frame, stored in the .blend; "
+                                 "exports to glTF morph targets"),
+                                ("POINT_CACHE", "Point Cache", "A PC2 file in the cache folder played by a Mesh "
+                                 "Cache modifier: a light .blend for long or heavy bakes")],
+                         description="How the motion is stored")
     forces: CollectionProperty(type=NeurokForce)
     active_force_index: IntProperty(name="Active Force", default=0)
 
@@ -91,6 +104,9 @@ class NeurokSettings(bpy.types.PropertyGroup):
     bake_created_basis: BoolProperty(options={"HIDDEN"})
     bake_action: PointerProperty(type=bpy.types.Action, options={"HIDDEN"},
                                  description="The action the bake created, if it created one")
+    bake_modifier: StringProperty(options={"HIDDEN"}, description="The Mesh Cache modifier of a point-cache bake")
+    bake_cache_file: StringProperty(options={"HIDDEN"}, subtype="FILE_PATH",
+                                    description="The PC2 file of a point-cache bake")
 
 
 CLASSES = (NeurokForce, NeurokSettings)

@@ -31,6 +31,91 @@ def frame_range(obj, scene) -> tuple[int, int]:
     return start, s.frame_end
 
 
+def read_conditions(obj, scene, start: int, end: int, base: np.ndarray, scale: float, vertex_count: int):
+    """``obj.neurok`` as core.Conditions in metres. Animated settings are read where they act: the
+    initial velocities at the start frame, a force vector at the middle of every frame it acts on."""
+    from .core import Conditions  # torch loads on first use, not at Blender start-up
+
+    settings = obj.neurok
+    if not settings.mass > 0:
+        raise ValueError(f"mass must be positive, got {settings.mass} kg")
+    curves = animation_curves(obj)
+    velocity = value_at(curves, "neurok.velocity", settings.velocity, start)
+    spin = value_at(curves, "neurok.angular_velocity", settings.angular_velocity, start)
+    forces = [f for i, force in enumerate(settings.forces) for f in _forces(obj, curves, i, force, start, base, scale)]
+    return Conditions(
+        frames=end - start + 1,
+        fps=scene.render.fps / scene.render.fps_base,
+        gravity=tuple(np.array(scene.gravity) * scale) if scene.use_gravity else (0.0, 0.0, 0.0),
+        ground_height=settings.ground_height * scale if settings.use_ground else None,
+        velocity=tuple(np.array(velocity) * scale),
+        angular_velocity=tuple(spin),
+        forces=forces,
+        pull=_pull(obj, scale, vertex_count) if settings.use_pull else None,
+        mass=settings.mass * scale**3,
+        friction=settings.friction,
+        restitution=settings.restitution,
+        drag=settings.drag,
+        category=settings.category,
+        stiffness=settings.stiffness,
+        damping=settings.damping,
+        integrator=settings.integrator,
+        substeps=settings.substeps or None,
+    )
+
+
+def _forces(obj, curves, index, force, start, base, scale):
+    """One core.Force for a constant vector; one per frame (its mid-frame value) for a keyframed one."""
+    from .core import Force
+
+    if force.target is not None:
+        point = np.asarray(force.target.matrix_world.translation) * scale
+    elif force.vertex_group:
+        point = base[vertex_group_indices(obj, force.vertex_group)] * scale
+    else:
+        raise ValueError("each force needs a target object or a vertex group")
+    path = f"neurok.forces[{index}].vector"
+    if not any((path, i) in curves for i in range(3)):
+        return [Force(tuple(force.vector), point=point, start_frame=force.frame_start - start,
+                      end_frame=force.frame_end - start)]
+    return [Force(value_at(curves, path, force.vector, frame + 0.5), point=point, start_frame=frame - start,
+                  end_frame=frame + 1 - start) for frame in range(force.frame_start, force.frame_end)]
+
+
+def _pull(obj, scale, vertex_count):
+    from .core import Pull
+
+    settings = obj.neurok
+    if not settings.pull_vertex_group:
+        raise ValueError("Pull and Release needs a handle: pick the vertex group to pull")
+    if vertex_count != len(obj.data.vertices):
+        raise ValueError(f"the modifiers of '{obj.name}' change its vertices, so the pull handle cannot be "
+                         "found in the simulated mesh; apply them or turn Pull and Release off")
+    return Pull(vertex_group_indices(obj, settings.pull_vertex_group).tolist(),
+                tuple(np.array(settings.pull_offset) * scale))
+
+
+def animation_curves(obj) -> dict:
+    """The object's F-curves by (data path, array index): the action's own (4.2, 4.3) or its slot's."""
+    animation = obj.animation_data
+    if animation is None or animation.action is None:
+        return {}
+    action = animation.action
+    if hasattr(action, "slots"):
+        from bpy_extras import anim_utils
+
+        bag = anim_utils.action_get_channelbag_for_slot(action, animation.action_slot)
+        fcurves = bag.fcurves if bag is not None else ()
+    else:
+        fcurves = action.fcurves
+    return {(c.data_path, c.array_index): c for c in fcurves}
+
+
+def value_at(curves: dict, path: str, current, frame: float) -> tuple:
+    """A vector setting at ``frame``: its F-curves where keyed, its current value elsewhere."""
+    return tuple(curves[path, i].evaluate(frame) if (path, i) in curves else current[i] for i in range(len(current)))
+
+
 def unit_scale(scene) -> float:
     """Metres per Blender unit."""
     return scene.unit_settings.scale_length if scene.unit_settings.system != "NONE" else 1.0

@@ -19,6 +19,5 @@ class NEUROK_OT_clear(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        removed = api.clear_object(context.active_object)
-        self.report({"INFO"}, f"NeuROK: removed {removed} baked shape keys")
+        self.report({"INFO"}, f"NeuROK: {api.clear_object(context.active_object)}")
         return {"FINISHED"}

@@ -1,10 +1,10 @@
 import bpy
 
-from .. import api
+from .. import api, job
 
 
 class NEUROK_OT_simulate(bpy.types.Operator):
-    """Simulate the active mesh with its NeuROK settings and bake the motion as shape keys"""
+    """Simulate the active mesh with its NeuROK settings and bake the motion (Esc cancels)"""
 
     bl_idname = "neurok.simulate"
     bl_label = "Simulate"
@@ -15,30 +15,79 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         if context.active_object is None:
             cls.poll_message_set("No active object: select a mesh to simulate")
             return False
+        if job.running() is not None:
+            cls.poll_message_set(f"Simulating '{job.running().job.name}': wait for it or press Esc")
+            return False
         return True
 
     def execute(self, context):
-        wm = context.window_manager
+        """Inline: scripts, batch mode and ``bpy.ops.neurok.simulate()`` get the bake when the call returns."""
         background = bpy.app.background
 
         def progress(done, total):
-            if not background:
-                wm.progress_update(100 * done // total)
-            elif done == total or done % max(1, total // 10) == 0:
+            if background and (done == total or done % max(1, total // 10) == 0):
                 print(f"NeuROK: frame {done}/{total}", flush=True)
 
-        if not background:
-            wm.progress_begin(0, 100)
+        return self._report(lambda: api.simulate_object(context.active_object, progress=progress))
+
+    def invoke(self, context, event):
+        """From the button: the solve runs on a worker thread, the interface stays live, Esc cancels."""
+        if bpy.app.background:
+            return self.execute(context)
         try:
-            summary = api.simulate_object(context.active_object, progress=progress)
+            self._solve = job.start(job.SimulationJob.read(context.active_object))
+        except ImportError as error:
+            self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
+            return {"CANCELLED"}
+        except ValueError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        wm.progress_begin(0, 100)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        solve = self._solve
+        if event.type == "ESC" and event.value == "PRESS":
+            solve.cancel()  # the worker stops at its next frame; the scene was never touched
+            self._end(context)
+            self.report({"WARNING"}, "NeuROK: simulation cancelled, nothing was baked")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        fraction = solve.done / max(solve.total, 1)
+        context.window_manager.progress_update(int(100 * fraction))
+        context.workspace.status_text_set(f"NeuROK: simulating '{solve.job.name}', frame {solve.done}/{solve.total} "
+                                          "(Esc cancels)")
+        _redraw_sidebars(context)
+        if not solve.finished:
+            return {"PASS_THROUGH"}
+        self._end(context)
+        return self._report(lambda: solve.job.bake(solve.outcome()))
+
+    def _end(self, context):
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+        _redraw_sidebars(context)
+
+    def _report(self, work):
+        try:
+            summary = work()
         except ImportError as error:
             self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
             return {"CANCELLED"}
         except (ValueError, RuntimeError) as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
-        finally:
-            if not background:
-                wm.progress_end()
         self.report({"INFO"}, summary)
         return {"FINISHED"}
+
+
+def _redraw_sidebars(context):
+    for area in context.screen.areas if context.screen else ():
+        if area.type == "VIEW_3D":
+            area.tag_redraw()

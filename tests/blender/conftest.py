@@ -40,3 +40,15 @@ def evaluated_vertices(obj, frame):
     evaluated.to_mesh_clear()
     world = np.array(evaluated.matrix_world)
     return co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
+
+
+def scene_snapshot():
+    """What a failed Simulate must not change: shape keys, actions, modifiers and every vertex."""
+    state = [len(bpy.data.actions), len(bpy.data.shape_keys)]
+    for obj in bpy.data.objects:
+        if obj.type == "MESH":
+            co = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
+            obj.data.vertices.foreach_get("co", co)
+            state.append((obj.name, co.tobytes(), obj.data.shape_keys is not None, len(obj.modifiers),
+                          obj.neurok.is_baked))
+    return state

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import neurok_blender
-from neurok_blender import api
+from neurok_blender import api, job
 from neurok_blender.core import CATEGORIES, METHODS, Conditions, simulate
 from neurok_blender.properties import CATEGORIES as CATEGORY_CHOICES, INTEGRATORS
-from conftest import add_box, evaluated_vertices
+from conftest import add_box, evaluated_vertices, scene_snapshot
 
 
 def test_register_and_unregister_twice():
@@ -226,7 +226,7 @@ def test_console_api_matches_the_operator():
     obj = add_box(location=(0.0, 0.0, 1.5))
     obj.neurok.frame_end = 6
     assert "baked 6 frames" in api.simulate_object(obj)
-    assert api.clear_object(obj) == 6
+    assert api.clear_object(obj) == "removed 6 baked shape keys"
 
 
 def test_the_default_is_the_learned_solver_and_it_drops_believably():
@@ -243,15 +243,15 @@ def test_missing_weights_are_reported_and_change_nothing(monkeypatch, tmp_path):
     from neurok_blender.core import neurok
 
     monkeypatch.setattr(neurok, "WEIGHTS", tmp_path / "gone.pt")
-    api.shipped_model.cache_clear()
+    job.load_model.cache_clear()
     try:
         add_box(category="auto")
-        before = _snapshot()
+        before = scene_snapshot()
         with pytest.raises(RuntimeError, match="gone.pt"):
             bpy.ops.neurok.simulate()
-        assert _snapshot() == before
+        assert scene_snapshot() == before
     finally:
-        api.shipped_model.cache_clear()
+        job.load_model.cache_clear()
 
 
 @pytest.mark.parametrize("case", ["non_mesh", "empty_mesh", "non_finite", "frames", "zero_mass", "shared_mesh",
@@ -259,12 +259,12 @@ def test_missing_weights_are_reported_and_change_nothing(monkeypatch, tmp_path):
 def test_bad_input_is_reported_and_changes_nothing(case, tmp_path):
     obj = _bad_object(case, tmp_path)
     bpy.context.view_layer.objects.active = obj
-    before = _snapshot()
+    before = scene_snapshot()
     with pytest.raises(RuntimeError) as error:  # bpy.ops turns an ERROR report into RuntimeError
         bpy.ops.neurok.simulate()
     message = str(error.value)
     assert message.strip() and "Traceback" not in message
-    assert _snapshot() == before
+    assert scene_snapshot() == before
 
 
 def test_no_active_object_is_refused():
@@ -306,17 +306,6 @@ def _bad_object(case, tmp_path):
     elif case == "missing_force_point":
         obj.neurok.forces.add().vector = (1.0, 0.0, 0.0)
     return obj
-
-
-def _snapshot():
-    """What a failed Simulate must not change: shape keys, actions and every vertex."""
-    state = [len(bpy.data.actions), len(bpy.data.shape_keys)]
-    for obj in bpy.data.objects:
-        if obj.type == "MESH":
-            co = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
-            obj.data.vertices.foreach_get("co", co)
-            state.append((obj.name, co.tobytes(), obj.data.shape_keys is not None, obj.neurok.is_baked))
-    return state
 
 
 def _fcurves(obj):

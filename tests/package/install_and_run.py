@@ -21,6 +21,14 @@ bpy.ops.mesh.primitive_cube_add(location=(0.0, 0.0, 1.0))
 obj = bpy.context.active_object
 obj.neurok.frame_end = 5
 simulated = bpy.ops.neurok.simulate()
+preferences = bpy.context.preferences.addons[module].preferences
+preferences.weights = "//nowhere/own.pt"  # a weights override the solver must use (and report missing)
+obj.neurok.category = "elastic"
+try:
+    bpy.ops.neurok.simulate()
+    override = "no error"
+except RuntimeError as error:
+    override = str(error)
 print(json.dumps({
     "install": sorted(result),
     "enabled": enabled,
@@ -28,4 +36,7 @@ print(json.dumps({
     "operators": sorted(op for op in dir(bpy.ops.neurok) if not op.startswith("_")),
     "simulate": sorted(simulated),
     "keys": len(obj.data.shape_keys.key_blocks),
+    "device": preferences.device,
+    "cache_folder": sys.modules[module + ".preferences"].cache_folder(),
+    "weights_override": override,
 }))

@@ -27,3 +27,6 @@ def test_built_zip_installs_enables_and_simulates(tmp_path):
     assert {"simulate", "clear"} <= set(report["operators"])
     assert report["simulate"] == ["FINISHED"]
     assert report["keys"] == 1 + 5
+    assert report["device"] == "auto"
+    assert "/extensions/.user/user_default/neurok/cache" in report["cache_folder"].replace("\\", "/")
+    assert "own.pt" in report["weights_override"]  # the preference's weights were the ones looked for

@@ -1,0 +1,169 @@
+"""One simulation in three steps: read the scene, solve, bake.
+
+Blender data may only be touched on the main thread. The solve holds none of it (numpy in, numpy
+out), so it can run on a worker thread while the interface stays live (``start``, what the sidebar's
+Simulate does) or inline (batch work, the console). Nothing in the scene changes before ``bake``:
+a cancelled or failed solve leaves the scene exactly as it was.
+"""
+
+import functools
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import bpy
+import numpy as np
+
+from . import output
+from .preferences import SolverOptions, solver_options
+from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, transform, unit_scale
+
+
+@dataclass
+class SimulationJob:
+    target: object  # the bpy Object; it may be deleted or renamed while the solve runs
+    name: str
+    vertex_count: int
+    start: int
+    vertices: np.ndarray  # world, metres: the evaluated mesh the solver reads
+    triangles: np.ndarray
+    points: np.ndarray  # world, metres: the base-mesh vertices the bake moves
+    conditions: object  # core.Conditions
+    world: np.ndarray
+    scale: float  # metres per scene unit
+    options: SolverOptions
+    seconds: float = 0.0
+
+    @classmethod
+    def read(cls, obj) -> "SimulationJob":
+        """Everything the solve needs, copied out of Blender; ValueError says what is wrong."""
+        scene = bpy.context.scene
+        check_target(obj)
+        start, end = frame_range(obj, scene)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        vertices, triangles, base, world = read_rest_mesh(obj, depsgraph)
+        scale = unit_scale(scene)
+        conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
+        return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
+                   vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
+                   world=world, scale=scale, options=solver_options())
+
+    @property
+    def frames(self) -> int:
+        return self.conditions.frames
+
+    def solve(self, progress: Callable[[int, int], bool | None] | None = None):
+        """Run the solver (any thread). ``progress(done, total)`` returning False cancels
+        (core.SimulationCancelled)."""
+        import torch
+
+        from .core import simulate
+
+        if self.options.threads:
+            torch.set_num_threads(self.options.threads)
+        began = time.perf_counter()
+        solver = simulate if self.conditions.category == "rigid" else load_model(self.options).simulate
+        result = solver(self.vertices, self.triangles, self.conditions, progress=progress, points=self.points)
+        self.seconds = time.perf_counter() - began
+        return result
+
+    def bake(self, result) -> str:
+        """Write ``result`` into the object (main thread); returns a one-line summary."""
+        obj = self._live_target()
+        local = transform(result.positions.astype(np.float64) / self.scale, np.linalg.inv(self.world))
+        output.bake(obj, local, self.start)
+        end = self.start + self.frames - 1
+        return (f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
+                f"{result.info['category']} in {self.seconds:.1f} s")
+
+    def _live_target(self):
+        """The object to bake into, or ValueError if it went away or changed while the solve ran.
+
+        A deleted object (or one freed by undo or a file load) raises ReferenceError on access; after
+        an undo the same object comes back under its name."""
+        try:
+            obj = self.target
+            obj.name
+        except ReferenceError:
+            obj = bpy.data.objects.get(self.name)
+        if obj is None or obj.type != "MESH" or len(obj.data.vertices) != self.vertex_count:
+            raise ValueError(f"'{self.name}' was deleted or its mesh changed while it was simulated; nothing was baked")
+        check_target(obj)
+        return obj
+
+
+@functools.cache
+def load_model(options: SolverOptions):
+    """The model, loaded once per session and per (weights, device); ValueError names a missing or broken file."""
+    from .core import NeuROK
+
+    return NeuROK.load(options.weights, device=options.device)
+
+
+class BackgroundSolve:
+    """``job.solve`` on a daemon thread. The main thread polls ``finished``, reads ``done`` and
+    ``total`` for a progress bar, and calls ``cancel``; the solve stops at the next frame."""
+
+    def __init__(self, job: SimulationJob):
+        self.job = job
+        self.done, self.total = 0, job.frames - 1
+        self.result = self.error = None
+        self._cancelled = False
+        self._thread = threading.Thread(target=self._run, name=f"NeuROK {job.name}", daemon=True)
+
+    def _run(self):
+        try:
+            self.result = self.job.solve(self._progress)
+        except BaseException as error:  # handed to the main thread, which reports it
+            self.error = error
+
+    def _progress(self, done, total):
+        self.done, self.total = done, total
+        return not self._cancelled
+
+    def outcome(self):
+        """The result of a finished solve, or the error it stopped with, raised here on the main thread."""
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def cancel(self):
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    @property
+    def finished(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return self.finished
+
+
+_current: BackgroundSolve | None = None
+
+
+def running() -> BackgroundSolve | None:
+    """The solve still running in the background, if any (a cancelled one counts until it stops)."""
+    return _current if _current is not None and not _current.finished else None
+
+
+def start(job: SimulationJob) -> BackgroundSolve:
+    """Start ``job.solve`` in the background; one at a time, since each uses every core."""
+    global _current
+    if running() is not None:
+        raise ValueError(f"NeuROK is still simulating '{running().job.name}'; wait for it or press Esc")
+    _current = BackgroundSolve(job)
+    _current._thread.start()
+    return _current
+
+
+@bpy.app.handlers.persistent
+def cancel_on_file_load(*_):
+    """A file load frees the objects being simulated: stop the solve rather than bake into another file."""
+    if running() is not None:
+        running().cancel()

@@ -1,0 +1,74 @@
+"""Point-cache baking: the motion in a PC2 file, played by a Mesh Cache modifier.
+
+Lighter than shape keys for long or heavy bakes: the .blend stays small and Blender reads one frame
+at a time. PC2 (the format of 3ds Max's Point Cache 2, read by Blender's Mesh Cache modifier):
+a 32-byte little-endian header, then float32 positions [samples][points][3].
+"""
+
+import os
+import struct
+import uuid
+
+import bpy
+import numpy as np
+
+MAGIC = b"POINTCACHE2\0"
+HEADER = struct.Struct("<12siiffi")  # magic, version 1, points, start, sampling, samples
+MODIFIER_PREFIX = "NeuROK Cache"
+
+
+def write_pc2(path, positions: np.ndarray) -> None:
+    """(F, V, 3) positions, sample i at time i (the modifier's frame offset places it). Written to a
+    temporary name and renamed, so a reader never sees half a file."""
+    positions = np.ascontiguousarray(positions, dtype="<f4")
+    frames, points, _ = positions.shape
+    partial = f"{path}.partial"
+    with open(partial, "wb") as fh:
+        fh.write(HEADER.pack(MAGIC, 1, points, 0.0, 1.0, frames))
+        fh.write(positions.tobytes())
+    os.replace(partial, path)
+
+
+def read_pc2(path) -> np.ndarray:
+    with open(path, "rb") as fh:
+        magic, _, points, _, _, frames = HEADER.unpack(fh.read(HEADER.size))
+        if magic != MAGIC:
+            raise ValueError(f"{path} is not a PC2 point cache")
+        data = np.frombuffer(fh.read(), dtype="<f4")
+    if data.size != frames * points * 3:
+        raise ValueError(f"{path} is truncated: {data.size} floats for {frames} frames of {points} points")
+    return data.reshape(frames, points, 3)
+
+
+def bake_point_cache(obj, local_positions: np.ndarray, frame_start: int, folder: str) -> None:
+    """Write the (F, V, 3) object-space positions to a new file in ``folder`` and play it with a Mesh
+    Cache modifier at the top of the stack (it replaces the base mesh, as shape keys would). Each
+    bake writes a new file, so undoing a Clear finds its file again."""
+    settings = obj.neurok
+    path = os.path.join(folder, f"{bpy.path.clean_name(obj.name)}-{uuid.uuid4().hex[:8]}.pc2")
+    write_pc2(path, local_positions)
+    modifier = obj.modifiers.new(MODIFIER_PREFIX, "MESH_CACHE")
+    try:
+        modifier.cache_format = "PC2"
+        modifier.filepath = path
+        modifier.frame_start = float(frame_start)  # sample i shows at frame_start + i, held outside
+        modifier.interpolation = "LINEAR"  # sub-frames blend neighbours, as the shape keys do
+        obj.modifiers.move(len(obj.modifiers) - 1, 0)
+    except BaseException:
+        obj.modifiers.remove(modifier)
+        raise
+    settings.bake_modifier = modifier.name
+    settings.bake_cache_file = path
+    settings.bake_frame_start, settings.bake_frame_end = frame_start, frame_start + len(local_positions) - 1
+
+
+def clear_point_cache(obj) -> bool:
+    """Remove the modifier the last point-cache bake added (the file stays for undo); True if removed."""
+    settings = obj.neurok
+    modifier = obj.modifiers.get(settings.bake_modifier) if settings.bake_modifier else None
+    removed = modifier is not None and modifier.type == "MESH_CACHE"
+    if removed:
+        obj.modifiers.remove(modifier)
+    settings.bake_modifier = ""
+    settings.bake_cache_file = ""
+    return removed

@@ -1,0 +1,78 @@
+"""Add-on preferences (Edit > Preferences > Add-ons > NeuROK): device, threads, weights, cache folder.
+
+Scripts and tests that import ``neurok_blender`` without installing it as an add-on get the same
+defaults from ``solver_options()``, so every caller goes through one function.
+"""
+
+import os
+from dataclasses import dataclass
+
+import bpy
+from bpy.props import EnumProperty, IntProperty, StringProperty
+
+DEVICES = {
+    "auto": "The GPU (CUDA) when PyTorch sees one, else the CPU",
+    "cpu": "Always the CPU",
+    "cuda": "The GPU through CUDA; falls back to the CPU with a warning when there is none",
+}
+
+
+class NeurokPreferences(bpy.types.AddonPreferences):
+    bl_idname = __package__
+
+    device: EnumProperty(name="Device", default="auto", items=[(k, k.upper() if k != "auto" else "Auto", v)
+                                                               for k, v in DEVICES.items()],
+                         description="Where the solver runs")
+    threads: IntProperty(name="CPU Threads", default=0, min=0, soft_max=64,
+                         description="Threads PyTorch uses on the CPU; 0 uses all cores")
+    weights: StringProperty(name="Weights", subtype="FILE_PATH", default="",
+                            description="A checkpoint of your own (from training/train.py) instead of the "
+                                        "weights shipped with the add-on; empty uses the shipped ones")
+    cache_folder: StringProperty(name="Cache Folder", subtype="DIR_PATH", default="",
+                                 description="Where point caches of bakes are written; empty uses the "
+                                             "extension's own user folder")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        for name in ("device", "threads", "weights", "cache_folder"):
+            layout.prop(self, name)
+        layout.label(text=f"Cache: {cache_folder()}", icon="FILE_FOLDER")
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    device: str = "auto"
+    threads: int = 0
+    weights: str | None = None  # None: the shipped weights
+
+
+def _preferences():
+    addon = bpy.context.preferences.addons.get(__package__)
+    return addon.preferences if addon is not None else None
+
+
+def solver_options() -> SolverOptions:
+    """The preferences as plain values, read on the main thread for a solve that may run on another."""
+    prefs = _preferences()
+    if prefs is None:
+        return SolverOptions()
+    weights = bpy.path.abspath(prefs.weights) if prefs.weights.strip() else None
+    return SolverOptions(device=prefs.device, threads=prefs.threads, weights=weights)
+
+
+def cache_folder() -> str:
+    """The preference if set, else the extension's user folder (kept across upgrades), else, when not
+    installed as an extension (tests, the bpy module), a folder in this session's temporary directory."""
+    prefs = _preferences()
+    if prefs is not None and prefs.cache_folder.strip():
+        folder = bpy.path.abspath(prefs.cache_folder)
+    elif __package__.startswith("bl_ext."):
+        folder = bpy.utils.extension_path_user(__package__, path="cache", create=True)
+    else:
+        folder = os.path.join(bpy.app.tempdir, "neurok_cache")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+CLASSES = (NeurokPreferences,)
