@@ -1,7 +1,7 @@
 """Train the NeuROK model on the corpus; the shipped weights come from this script.
 
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
-                                        [--displacement] [--hours H] [--kl-weight 0.01]
+                                        [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
@@ -151,12 +151,14 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--hours", type=float, default=None, help="stop (resumably) after this much training time")
+    parser.add_argument("--until", type=int, default=None,
+                        help="stop (resumably) at this step, on the schedule of --steps: runs compare at equal steps")
     parser.add_argument("--displacement", action="store_true", help="the ablation: plain displacements, no dual quaternions")
     parser.add_argument("--kl-weight", type=float, default=KL_WEIGHT,
                         help="weight of the KL term against the reconstruction in units of (1 %% of the diagonal)^2")
     a = parser.parse_args()
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, ModelConfig(dual_quaternion=not a.displacement),
-          hours=a.hours, kl_weight=a.kl_weight)
+          hours=a.hours, until=a.until, kl_weight=a.kl_weight)
 
 
 if __name__ == "__main__":
