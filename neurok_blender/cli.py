@@ -1,0 +1,168 @@
+"""Batch work from a shell, through the bpy module (``pip install bpy``) or Blender's own Python:
+
+    python -m neurok_blender simulate INPUT --out OUTPUT [--object NAME] [conditions...]
+
+INPUT is a .blend, .glb, .gltf or .obj file, or a folder of them; OUTPUT a .blend, .glb, .gltf or
+.abc file, or for a folder a folder (``--format`` picks the files' type). Settings given on the
+command line override the object's own (a .blend keeps what the artist set for the rest). One bad
+file never stops a batch: each is reported, and a summary lists what failed and why.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+INPUTS = (".blend", ".glb", ".gltf", ".obj")
+OUTPUTS = (".blend", ".glb", ".gltf", ".abc")
+
+
+def parser() -> argparse.ArgumentParser:
+    from .properties import CATEGORIES
+
+    top = argparse.ArgumentParser(prog="python -m neurok_blender", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("simulate", help="simulate and bake one file or a folder of files",
+                            description="Simulate a mesh and bake its motion; see the README for the settings.")
+    p.add_argument("input", type=Path, help="a .blend, .glb, .gltf or .obj file, or a folder of them")
+    p.add_argument("--out", type=Path, required=True, help="a .blend, .glb, .gltf or .abc file (a folder for a folder)")
+    p.add_argument("--format", choices=[e[1:] for e in OUTPUTS], default="blend",
+                   help="what a folder's outputs are written as (default blend)")
+    p.add_argument("--object", help="the mesh object to simulate (default: the file's only mesh)")
+    p.add_argument("--frames", type=int, help="frames to simulate, the first shows the initial state")
+    p.add_argument("--velocity", type=float, nargs=3, metavar=("X", "Y", "Z"), help="initial velocity, m/s")
+    p.add_argument("--angular-velocity", type=float, nargs=3, metavar=("X", "Y", "Z"), help="initial spin, rad/s")
+    p.add_argument("--gravity", type=float, nargs=3, metavar=("X", "Y", "Z"), help="the scene's gravity, m/s^2")
+    ground = p.add_mutually_exclusive_group()
+    ground.add_argument("--ground", type=float, metavar="HEIGHT", help="collide with a ground plane at this height")
+    ground.add_argument("--no-ground", action="store_true", help="no ground plane")
+    p.add_argument("--category", choices=list(CATEGORIES), help="the kind of body (default auto)")
+    p.add_argument("--stiffness", type=float, help="1 is the category's default material")
+    p.add_argument("--damping", type=float, help="1 is the category's default material")
+    p.add_argument("--mass", type=float, help="total mass, kg")
+    p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
+    return top
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    jobs = plan(args.input, args.out, args.format)
+    failed = []
+    for index, (source, target) in enumerate(jobs, 1):
+        print(f"[{index}/{len(jobs)}] {source.name} -> {target}", flush=True)
+        began = time.perf_counter()
+        try:
+            summary = simulate_file(source, target, args)
+        except Exception as error:  # noqa: BLE001 (a batch reports every failure and goes on)
+            failed.append((source, f"{type(error).__name__}: {error}"))
+            print(f"    failed: {failed[-1][1]}", flush=True)
+            continue
+        print(f"    {summary} ({time.perf_counter() - began:.1f} s in all)", flush=True)
+    print(f"NeuROK: {len(jobs) - len(failed)} of {len(jobs)} simulated", flush=True)
+    for source, reason in failed:
+        print(f"  {source}: {reason}", flush=True)
+    return 1 if failed else 0
+
+
+def plan(source: Path, out: Path, extension: str) -> list[tuple[Path, Path]]:
+    """(input, output) pairs: one file, or each input file of a folder into the output folder."""
+    if source.is_dir():
+        files = sorted(p for p in source.iterdir() if p.suffix.lower() in INPUTS)
+        if not files:
+            raise SystemExit(f"{source} holds no {', '.join(INPUTS)} files")
+        if out.suffix:
+            raise SystemExit(f"a folder of inputs needs a folder to write into, not {out}")
+        return [(p, out / f"{p.stem}.{extension}") for p in files]
+    if not source.exists():
+        raise SystemExit(f"{source} does not exist")
+    if source.suffix.lower() not in INPUTS:
+        raise SystemExit(f"cannot read {source.suffix or source.name}: use one of {', '.join(INPUTS)}")
+    if out.suffix.lower() not in OUTPUTS:
+        raise SystemExit(f"cannot write {out.suffix or out.name}: use one of {', '.join(OUTPUTS)}")
+    return [(source, out)]
+
+
+def simulate_file(source: Path, target: Path, args) -> str:
+    import bpy
+
+    from . import api
+
+    _ensure_registered()
+    load(source)
+    obj = pick_object(args.object)
+    apply_settings(obj, bpy.context.scene, args)
+    bpy.context.view_layer.objects.active = obj
+    total = obj.neurok.frame_end - obj.neurok.frame_start
+
+    def progress(done, frames):
+        if done == frames or done % max(1, frames // 10) == 0:
+            print(f"    frame {done}/{frames}", flush=True)
+
+    summary = api.simulate_object(obj, progress=progress if total > 0 else None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.suffix.lower() == ".blend":
+        bpy.ops.wm.save_as_mainfile(filepath=str(target.resolve()), copy=True)
+    else:
+        api.export_object(obj, str(target))
+    return summary
+
+
+def load(source: Path) -> None:
+    import bpy
+
+    path = str(source.resolve())
+    suffix = source.suffix.lower()
+    if suffix == ".blend":
+        bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+        return
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    if suffix == ".obj":
+        bpy.ops.wm.obj_import(filepath=path)
+    else:
+        bpy.ops.import_scene.gltf(filepath=path)
+
+
+def pick_object(name: str | None):
+    import bpy
+
+    if name is not None:
+        obj = bpy.data.objects.get(name)
+        if obj is None:
+            raise ValueError(f"no object named '{name}'; the file has {_names(bpy.data.objects)}")
+        return obj
+    meshes = [o for o in bpy.context.scene.objects if o.type == "MESH"]
+    if len(meshes) != 1:
+        raise ValueError(f"the file has {len(meshes)} meshes ({_names(meshes)}): name one with --object")
+    return meshes[0]
+
+
+def apply_settings(obj, scene, args) -> None:
+    s = obj.neurok
+    if args.frames is not None:
+        if args.frames < 2:
+            raise ValueError(f"--frames must be at least 2, got {args.frames}")
+        s.frame_end = s.frame_start + args.frames - 1
+    for option, name in (("velocity", "velocity"), ("angular_velocity", "angular_velocity"), ("category", "category"),
+                         ("stiffness", "stiffness"), ("damping", "damping"), ("mass", "mass")):
+        if getattr(args, option) is not None:
+            setattr(s, name, getattr(args, option))
+    if args.gravity is not None:
+        scene.use_gravity, scene.gravity = True, args.gravity
+    if args.ground is not None:
+        s.use_ground, s.ground_height = True, args.ground
+    if args.no_ground:
+        s.use_ground = False
+    if args.bake_to is not None:
+        s.output = args.bake_to.upper().replace("-", "_")
+
+
+def _ensure_registered():
+    import bpy
+
+    if not hasattr(bpy.types.Object, "neurok"):
+        from . import register
+
+        register()
+
+
+def _names(objects) -> str:
+    return ", ".join(f"'{o.name}'" for o in objects) or "none"

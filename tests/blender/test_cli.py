@@ -1,0 +1,106 @@
+"""Batch work: ``python -m neurok_blender simulate`` on files and folders, through real bpy."""
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import pytest
+
+from neurok_blender import cli
+from conftest import add_box
+
+ROOT = Path(__file__).parents[2]
+
+
+def write_box(path: Path, location=(0.0, 0.0, 2.0)):
+    add_box(location=location)
+    bpy.ops.wm.obj_export(filepath=str(path), export_selected_objects=True, export_materials=False)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+def morph_targets(path: Path) -> int:
+    data = path.read_bytes()
+    length = struct.unpack("<I", data[12:16])[0]
+    return len(json.loads(data[20:20 + length])["meshes"][0]["primitives"][0]["targets"])
+
+
+def test_an_obj_simulates_into_a_gltf(tmp_path, capsys):
+    write_box(tmp_path / "box.obj")
+    out = tmp_path / "out" / "box.glb"
+    assert cli.main(["simulate", str(tmp_path / "box.obj"), "--out", str(out), "--frames", "8",
+                     "--category", "rigid", "--velocity", "1", "0", "0"]) == 0
+    assert morph_targets(out) == 8
+    assert "1 of 1 simulated" in capsys.readouterr().out
+
+
+def test_a_blend_keeps_its_settings_and_the_command_line_overrides_some(tmp_path):
+    add_box(location=(0.0, 0.0, 2.0))
+    obj = bpy.context.active_object
+    obj.neurok.frame_end, obj.neurok.mass = 30, 3.0
+    source = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    out = tmp_path / "baked.blend"
+    assert cli.main(["simulate", str(source), "--out", str(out), "--object", "Box", "--frames", "5"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    baked = bpy.data.objects["Box"]
+    assert baked.neurok.mass == 3.0 and baked.neurok.is_baked
+    assert len(baked.data.shape_keys.key_blocks) == 1 + 5
+
+
+def test_a_folder_runs_as_a_batch_and_one_bad_file_never_stops_it(tmp_path, capsys):
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    write_box(inputs / "a.obj")
+    write_box(inputs / "c.obj", location=(0.0, 0.0, 5.0))
+    (inputs / "b.obj").write_text("this is not a mesh\n")
+    (inputs / "notes.txt").write_text("ignored")
+    out = tmp_path / "out"
+    assert cli.main(["simulate", str(inputs), "--out", str(out), "--format", "abc", "--frames", "4",
+                     "--category", "rigid"]) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["a.abc", "c.abc"]
+    printed = capsys.readouterr().out
+    assert "2 of 3 simulated" in printed and "b.obj: ValueError: the file has 0 meshes" in printed
+
+
+def test_bad_arguments_exit_with_a_message(tmp_path):
+    write_box(tmp_path / "box.obj")
+    with pytest.raises(SystemExit, match="cannot write .fbx"):
+        cli.main(["simulate", str(tmp_path / "box.obj"), "--out", str(tmp_path / "box.fbx")])
+    with pytest.raises(SystemExit, match="does not exist"):
+        cli.main(["simulate", str(tmp_path / "gone.obj"), "--out", str(tmp_path / "x.glb")])
+    with pytest.raises(SystemExit, match="needs a folder"):
+        cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "x.glb")])
+
+
+def test_python_dash_m_runs_the_command_line():
+    run = subprocess.run([sys.executable, "-m", "neurok_blender", "simulate", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "--angular-velocity" in run.stdout
+
+
+def test_the_readme_headless_recipe_simulates_and_renders(tmp_path):
+    """The README's ``blender -b scene.blend --python-expr "..." -a``: the expression, then what -a does."""
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith("blender -b scene.blend --python-expr"))
+    assert line.endswith('" -a')
+    expression = line.split('--python-expr "', 1)[1].rsplit('"', 1)[0]
+
+    cube = add_box(name="Cube", location=(0.0, 0.0, 2.0))
+    cube.neurok.frame_end = 3
+    bpy.ops.object.camera_add(location=(0.0, -8.0, 2.0), rotation=(1.5708, 0.0, 0.0))
+    scene = bpy.context.scene
+    scene.camera = bpy.context.active_object
+    scene.frame_start, scene.frame_end = 1, 3
+    scene.render.engine, scene.cycles.samples = "CYCLES", 1
+    scene.render.resolution_x = scene.render.resolution_y = 32
+    scene.render.filepath = str(tmp_path / "frames" / "f")
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "scene.blend"))  # blender -b scene.blend
+
+    exec(expression)
+    bpy.ops.render.render(animation=True)  # -a
+    assert bpy.data.objects["Cube"].neurok.is_baked
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["f0001.png", "f0002.png", "f0003.png"]
