@@ -11,6 +11,7 @@ import argparse
 import os
 import shutil
 import sys
+import json
 import tempfile
 from pathlib import Path
 
@@ -25,14 +26,21 @@ def isolate_user_folders() -> None:
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="neurok-blender-user-"))
 
 
-def stage(destination: Path) -> Path:
+def stage(destination: Path, wheels: list[Path] = (), platforms: list[str] = ()) -> Path:
+    """The add-on folder as Blender's tool wants it; ``wheels`` and ``platforms`` go into its manifest
+    (top-level keys, so before the first table)."""
     shutil.copytree(ROOT / "neurok_blender", destination, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(ROOT / "blender_manifest.toml", destination / "blender_manifest.toml")
-    wheels = sorted((ROOT / "wheels").glob("*.whl"))
+    manifest = (ROOT / "blender_manifest.toml").read_text()
+    extra = ""
+    if platforms:
+        extra += f"platforms = {json.dumps(list(platforms))}\n"
     if wheels:
         (destination / "wheels").mkdir()
         for wheel in wheels:
             shutil.copy2(wheel, destination / "wheels" / wheel.name)
+        extra += f"wheels = {json.dumps(['./wheels/' + w.name for w in wheels])}\n"  # JSON strings are TOML strings
+    table = manifest.index("\n[") + 1
+    (destination / "blender_manifest.toml").write_text(manifest[:table] + extra + "\n" + manifest[table:])
     return destination
 
 
@@ -48,21 +56,26 @@ def extension_command(args: list[str]) -> None:
         raise RuntimeError(f"blender extension {' '.join(args[:1])} failed with status {status}")
 
 
-def build(output_dir: Path) -> Path:
-    """Build the zip into ``output_dir``, validate it, and return its path."""
+def build(output_dir: Path, wheels: list[Path] = (), platforms: list[str] = ()) -> list[Path]:
+    """Build into ``output_dir`` and validate: one zip, or with ``platforms`` one per platform
+    holding only its wheels (Blender's ``--split-platforms``). Returns the zips' paths."""
     output_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        source = stage(Path(tmp) / "neurok")
-        extension_command(["build", "--source-dir", str(source), "--output-dir", str(output_dir)])
-    (zip_path,) = sorted(output_dir.glob("neurok-*.zip"), key=os.path.getmtime)[-1:]
-    extension_command(["validate", str(zip_path)])
-    return zip_path
+        source, built = stage(Path(tmp) / "neurok", wheels, platforms), Path(tmp) / "built"
+        split = ["--split-platforms"] if platforms else []
+        built.mkdir()
+        extension_command(["build", "--source-dir", str(source), "--output-dir", str(built), *split])
+        zips = [Path(shutil.move(z, output_dir / z.name)) for z in sorted(built.glob("*.zip"))]
+    for zip_path in zips:
+        extension_command(["validate", str(zip_path)])
+    return zips
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", type=Path, default=ROOT / "dist")
-    print(build(parser.parse_args().output_dir))
+    for zip_path in build(parser.parse_args().output_dir):
+        print(zip_path)
 
 
 if __name__ == "__main__":
