@@ -6,10 +6,10 @@ Importing this package needs no Blender; ``register()`` imports the Blender side
 
 
 def _classes():
-    from . import panels, preferences, properties
+    from . import gizmos, panels, preferences, properties
     from .operators import CLASSES as OPERATORS
 
-    return (*preferences.CLASSES, *properties.CLASSES, *OPERATORS, *panels.CLASSES)
+    return (*preferences.CLASSES, *properties.CLASSES, *OPERATORS, *panels.CLASSES, *gizmos.CLASSES)
 
 
 def register():

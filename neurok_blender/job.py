@@ -19,6 +19,8 @@ from . import output
 from .preferences import SolverOptions, solver_options
 from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, transform, unit_scale
 
+MAX_SHAPE_KEY_BYTES = 512 * 2**20  # beyond this a .blend of shape keys gets slow to save, load and play
+
 
 @dataclass
 class SimulationJob:
@@ -41,6 +43,10 @@ class SimulationJob:
         scene = bpy.context.scene
         check_target(obj)
         start, end = frame_range(obj, scene)
+        size = len(obj.data.vertices) * (end - start + 1) * 12  # float32 xyz per vertex and frame
+        if obj.neurok.output == "SHAPE_KEYS" and size > MAX_SHAPE_KEY_BYTES:
+            raise ValueError(f"shape keys of {len(obj.data.vertices):,} vertices over {end - start + 1} frames would "
+                             f"add {size / 2**30:.1f} GB to the file: set Bake To: Point Cache, or fewer frames")
         depsgraph = bpy.context.evaluated_depsgraph_get()
         vertices, triangles, base, world = read_rest_mesh(obj, depsgraph)
         scale = unit_scale(scene)

@@ -71,6 +71,7 @@ class VIEW3D_PT_neurok_conditions(_Section, bpy.types.Panel):
         sub.prop(s, "ground_height")
         col.prop(s, "velocity")
         col.prop(s, "angular_velocity")
+        col.prop(s, "show_gizmos", text="Viewport Arrows")
 
         layout.label(text="Forces")
         row = layout.row()

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 import bpy
-from bpy.props import EnumProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
 
 DEVICES = {
     "auto": "The GPU (CUDA) when PyTorch sees one, else the CPU",
@@ -32,10 +32,14 @@ class NeurokPreferences(bpy.types.AddonPreferences):
                                  description="Where point caches of bakes are written; empty uses the "
                                              "extension's own user folder")
 
+    gizmos_in_playback: BoolProperty(name="Arrows During Playback", default=False,
+                                     description="Keep the force and velocity arrows in the viewport while "
+                                                 "the animation plays")
+
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
-        for name in ("device", "threads", "weights", "cache_folder"):
+        for name in ("device", "threads", "weights", "cache_folder", "gizmos_in_playback"):
             layout.prop(self, name)
         layout.label(text=f"Cache: {cache_folder()}", icon="FILE_FOLDER")
 
@@ -59,6 +63,11 @@ def solver_options() -> SolverOptions:
         return SolverOptions()
     weights = bpy.path.abspath(prefs.weights) if prefs.weights.strip() else None
     return SolverOptions(device=prefs.device, threads=prefs.threads, weights=weights)
+
+
+def hide_gizmos_in_playback() -> bool:
+    prefs = _preferences()
+    return prefs is None or not prefs.gizmos_in_playback
 
 
 def cache_folder() -> str:

@@ -29,6 +29,34 @@ CATEGORIES = {
 }
 
 
+# Gizmo scales: a force of one body weight is drawn as long as the body's diagonal, and a velocity as
+# the way the body travels in VELOCITY_ARROW_TIME.
+VELOCITY_ARROW_TIME = 0.25  # s
+GRAVITY = 9.81  # m/s^2, for the force arrow's scale only
+
+
+def metres_per_newton(obj) -> float:
+    return max(obj.dimensions.length, 1e-3) / max(obj.neurok.mass * GRAVITY, 1e-6)
+
+
+def _get_force_handle(self):
+    k = metres_per_newton(self.id_data)
+    return tuple(k * c for c in self.vector)
+
+
+def _set_force_handle(self, value):
+    k = metres_per_newton(self.id_data)
+    self.vector = tuple(c / k for c in value)
+
+
+def _get_velocity_handle(self):
+    return tuple(VELOCITY_ARROW_TIME * c for c in self.velocity)
+
+
+def _set_velocity_handle(self, value):
+    self.velocity = tuple(c / VELOCITY_ARROW_TIME for c in value)
+
+
 class NeurokForce(bpy.types.PropertyGroup):
     """A push on the body during a frame range, at an object's location or spread over a vertex group."""
 
@@ -42,6 +70,9 @@ class NeurokForce(bpy.types.PropertyGroup):
                                              "(used when no target object is set)")
     frame_start: IntProperty(name="Start", default=1, description="First frame the force acts on")
     frame_end: IntProperty(name="End", default=5, description="Frame at which the force stops")
+    handle: FloatVectorProperty(name="Arrow", subtype="TRANSLATION", size=3, get=_get_force_handle,
+                                set=_set_force_handle, options={"HIDDEN", "SKIP_SAVE"},
+                                description="The force as the viewport arrow draws it (the gizmo edits this)")
 
 
 class NeurokSettings(bpy.types.PropertyGroup):
@@ -52,6 +83,13 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                     description="Start from the scene's current frame instead of Start")
     velocity: FloatVectorProperty(name="Velocity", subtype="VELOCITY", unit="VELOCITY", size=3,
                                   description="Initial linear velocity of the centre of mass, world axes (m/s)")
+    velocity_handle: FloatVectorProperty(name="Velocity Arrow", subtype="TRANSLATION", size=3,
+                                         get=_get_velocity_handle, set=_set_velocity_handle,
+                                         options={"HIDDEN", "SKIP_SAVE"},
+                                         description="The velocity as the viewport arrow draws it (the gizmo edits this)")
+    show_gizmos: BoolProperty(name="Gizmos", default=True,
+                              description="Show arrows for the forces and the initial velocity in the viewport; "
+                                          "drag their tips to edit them")
     angular_velocity: FloatVectorProperty(name="Angular Velocity (rad/s)", subtype="XYZ", size=3,
                                           description="Initial spin about the centre of mass, world axes (rad/s)")
     use_pull: BoolProperty(name="Pull and Release", default=False,

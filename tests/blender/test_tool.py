@@ -248,3 +248,44 @@ def test_pull_needs_a_handle():
     obj.neurok.use_pull = True
     with pytest.raises(RuntimeError, match="needs a handle"):
         bpy.ops.neurok.simulate()
+
+
+def test_arrow_handles_edit_the_vectors_at_the_arrow_scale_and_undo_per_change():
+    from neurok_blender.gizmos import VIEW3D_GGT_neurok, arrow_origins, gizmos_shown
+    from neurok_blender.properties import VELOCITY_ARROW_TIME
+
+    obj = add_box(location=(0.0, 0.0, 2.0))  # a 1 m box: its diagonal is sqrt(3) m; 1 kg weighs 9.81 N
+    target = bpy.data.objects.new("Push", None)
+    bpy.context.scene.collection.objects.link(target)
+    target.location = (1.0, 0.0, 2.0)
+    force = obj.neurok.forces.add()
+    force.vector, force.target = (9.81, 0.0, 0.0), target
+    assert np.allclose(force.handle, (np.sqrt(3.0), 0.0, 0.0), atol=1e-5)  # one body weight: one diagonal
+    force.handle = (0.0, 0.0, np.sqrt(3.0) / 2)  # a drag on the tip
+    assert np.allclose(force.vector, (0.0, 0.0, 9.81 / 2), atol=1e-4)
+    obj.neurok.velocity_handle = (0.5, 0.0, 0.0)
+    assert np.allclose(obj.neurok.velocity, (0.5 / VELOCITY_ARROW_TIME, 0.0, 0.0))
+
+    bpy.context.view_layer.update()  # matrix_world follows the new location
+    origins = arrow_origins(obj)
+    assert [name for _, name, _ in origins] == ["velocity_handle", "handle"]
+    assert np.allclose(origins[0][2], (0.0, 0.0, 2.0)) and np.allclose(origins[1][2], (1.0, 0.0, 2.0))
+    assert gizmos_shown(bpy.context) and "bl_rna" in VIEW3D_GGT_neurok.__dict__  # registered
+    obj.neurok.show_gizmos = False
+    assert not gizmos_shown(bpy.context)
+
+    bpy.ops.ed.undo_push(message="before the drag")
+    force.handle = (0.0, 0.0, 1.0)
+    bpy.ops.ed.undo_push(message="drag")
+    bpy.ops.ed.undo()
+    assert np.allclose(bpy.data.objects["Box"].neurok.forces[0].vector, (0.0, 0.0, 9.81 / 2), atol=1e-4)
+
+
+def test_a_shape_key_bake_too_big_for_a_blend_is_refused_before_solving(monkeypatch):
+    monkeypatch.setattr(job, "MAX_SHAPE_KEY_BYTES", 8 * 12 * 50)  # 8 vertices for 50 frames
+    obj = add_box()
+    obj.neurok.frame_end = 60
+    with pytest.raises(RuntimeError, match="Point Cache"):
+        bpy.ops.neurok.simulate()
+    obj.neurok.output = "POINT_CACHE"
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
