@@ -138,10 +138,6 @@ class BackgroundSolve:
         self._cancelled = True
 
     @property
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    @property
     def finished(self) -> bool:
         return not self._thread.is_alive()
 

@@ -67,6 +67,11 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         self._end(context)
         return self._report(lambda: solve.job.bake(solve.outcome()))
 
+    def cancel(self, context):
+        """Blender ends the modal operator itself (a file load, the window closing): stop the solve."""
+        self._solve.cancel()
+        self._end(context)
+
     def _end(self, context):
         wm = context.window_manager
         wm.event_timer_remove(self._timer)
