@@ -35,6 +35,7 @@ class SimulationJob:
     world: np.ndarray
     scale: float  # metres per scene unit
     options: SolverOptions
+    notes: tuple[str, ...] = ()  # said with the summary: what the artist asked for and did not get
     seconds: float = 0.0
 
     @classmethod
@@ -51,9 +52,10 @@ class SimulationJob:
         vertices, triangles, base, world = read_rest_mesh(obj, depsgraph)
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
+        options = solver_options()
         return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
                    vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
-                   world=world, scale=scale, options=solver_options())
+                   world=world, scale=scale, options=options, notes=_device_notes(options))
 
     @property
     def frames(self) -> int:
@@ -80,8 +82,8 @@ class SimulationJob:
         local = transform(result.positions.astype(np.float64) / self.scale, np.linalg.inv(self.world))
         output.bake(obj, local, self.start)
         end = self.start + self.frames - 1
-        return (f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
-                f"{result.info['category']} in {self.seconds:.1f} s")
+        return "; ".join((f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
+                          f"{result.info['category']} in {self.seconds:.1f} s", *self.notes))
 
     def _live_target(self):
         """The object to bake into, or ValueError if it went away or changed while the solve ran.
@@ -97,6 +99,14 @@ class SimulationJob:
             raise ValueError(f"'{self.name}' was deleted or its mesh changed while it was simulated; nothing was baked")
         check_target(obj)
         return obj
+
+
+def _device_notes(options: SolverOptions) -> tuple[str, ...]:
+    import torch
+
+    if options.device == "cuda" and not torch.cuda.is_available():
+        return ("CUDA was asked for in the preferences but PyTorch sees no GPU: ran on the CPU",)
+    return ()
 
 
 @functools.cache

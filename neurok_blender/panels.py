@@ -23,7 +23,7 @@ class _Section:
 
 
 class VIEW3D_PT_neurok(bpy.types.Panel):
-    """Target and the Simulate button; the sections below are sub-panels, collapsible."""
+    """The target; the sections below are sub-panels, the Simulate button after them."""
 
     bl_label = "NeuROK"
     bl_space_type = "VIEW_3D"
@@ -44,12 +44,6 @@ class VIEW3D_PT_neurok(bpy.types.Panel):
             box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} ({kind})", icon="CHECKMARK")
         else:
             box.label(text="Not baked")
-        solve = job.running()
-        if solve is not None:
-            layout.progress(factor=solve.done / max(solve.total, 1), type="BAR",
-                            text=f"Simulating '{solve.job.name}': frame {solve.done}/{solve.total} (Esc cancels)")
-        else:
-            layout.operator("neurok.simulate", icon="PHYSICS")
 
 
 class VIEW3D_PT_neurok_conditions(_Section, bpy.types.Panel):
@@ -140,6 +134,22 @@ class VIEW3D_PT_neurok_simulation(_Section, bpy.types.Panel):
             col.prop(addon.preferences, "threads")
 
 
+class VIEW3D_PT_neurok_simulate(_Section, bpy.types.Panel):
+    bl_label = "Simulate"
+    bl_parent_id = "VIEW3D_PT_neurok"
+    bl_options = {"HIDE_HEADER"}
+
+    def draw(self, context):
+        layout = self.layout
+        solve = job.running()
+        if solve is not None:
+            layout.progress(factor=solve.done / max(solve.total, 1), type="BAR",
+                            text=f"Simulating '{solve.job.name}': frame {solve.done}/{solve.total} (Esc cancels)")
+        else:
+            layout.scale_y = 1.5
+            layout.operator("neurok.simulate", icon="PHYSICS")
+
+
 class VIEW3D_PT_neurok_result(_Section, bpy.types.Panel):
     bl_label = "Result"
     bl_parent_id = "VIEW3D_PT_neurok"
@@ -151,4 +161,4 @@ class VIEW3D_PT_neurok_result(_Section, bpy.types.Panel):
 
 
 CLASSES = (NEUROK_UL_forces, VIEW3D_PT_neurok, VIEW3D_PT_neurok_conditions, VIEW3D_PT_neurok_material,
-           VIEW3D_PT_neurok_simulation, VIEW3D_PT_neurok_result)
+           VIEW3D_PT_neurok_simulation, VIEW3D_PT_neurok_simulate, VIEW3D_PT_neurok_result)
