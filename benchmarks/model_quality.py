@@ -15,8 +15,6 @@ Writes benchmarks/results/model_quality.{json,md} and a latent-grid contact shee
 """
 
 import argparse
-import json
-import platform
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -24,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks import write_results
 from neurok_blender.core.checkpoint import load_model
 from neurok_blender.core.fitting import fit_pose
 from neurok_blender.core.mesh import is_closed, winding_number
@@ -32,7 +31,6 @@ from neurok_blender.core.reduction import active_subspace
 from training.corpus.shards import read_shard
 from training.examples import rigid_alignment
 
-RESULTS = Path(__file__).parent / "results"
 IOU_SAMPLES = 4096
 GRID = np.linspace(-2.0, 2.0, 5)  # reduced coordinates s0, s1 of the latent grid (prior std units)
 
@@ -181,10 +179,7 @@ def main():
     ablation = evaluate(a.displacement_weights, a.corpus, a.per_category, ("reduced",)) if a.displacement_weights else None
     text = table(results, ablation)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "model_quality.json").write_text(json.dumps(
-        {"machine": platform.platform(), "results": results, "displacement": ablation}, indent=1, default=str))
-    (RESULTS / "model_quality.md").write_text(text + "\n")
+    write_results("model_quality", text, results=results, displacement=ablation)
     latent_grid(a.weights, a.corpus, a.pictures / "latent.jpg")
     print(f"latent grid: {a.pictures / 'latent.jpg'}")
 

@@ -10,18 +10,16 @@ more for a body that barely wobbles), and whether the rollout stayed finite. Wri
 """
 
 import argparse
-import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import write_results
 from neurok_blender.core import NeuROK, SimulationError
 from training.calibrate import pick_sequences
 from training.corpus.conditions import conditions_of
 
-RESULTS = Path(__file__).parent / "results"
 
 
 def drift(neurok: NeuROK, sequence, seconds: float) -> dict:
@@ -63,9 +61,7 @@ def main():
             lines.append(f"| {r['category']} | {r['shape']} | - | - | - | no: {r['error']} |")
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "neural_energy.json").write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
-    (RESULTS / "neural_energy.md").write_text(text + "\n")
+    write_results("neural_energy", text, rows=rows)
 
 
 if __name__ == "__main__":

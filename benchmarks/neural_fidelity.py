@@ -19,8 +19,6 @@ over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category, ref
 
 import argparse
 import dataclasses
-import json
-import platform
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -28,13 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks import RESULTS, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
 from training.calibrate import errors_over_time, pick_sequences, replay_conditions
 
-RESULTS = Path(__file__).parent / "results"
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
 
@@ -187,9 +185,7 @@ def main():
     rows = evaluate(a.weights, a.corpus, a.per_category)
     text = table(rows)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "neural_fidelity.json").write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
-    (RESULTS / "neural_fidelity.md").write_text(text + "\n")
+    write_results("neural_fidelity", text, rows=rows)
     plot(rows, RESULTS / "neural_fidelity.png")
     side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
     print(f"side by side: {a.pictures / 'side_by_side.jpg'}")

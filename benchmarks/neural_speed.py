@@ -13,19 +13,17 @@ Writes benchmarks/results/neural_speed.{json,md}.
 """
 
 import argparse
-import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks import write_results
 from benchmarks.rigid_engine import uv_sphere
 from neurok_blender.core import Conditions, NeuROK
 from neurok_blender.core.neural import DecoderMotions, QuadraticMotions
 
-RESULTS = Path(__file__).parent / "results"
 
 
 def sphere(vertices: int):
@@ -109,11 +107,8 @@ def main():
               "| error | " + " | ".join(f"{e:.3f}" for e in accuracy.values()) + " |"]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "neural_speed.json").write_text(json.dumps(
-        {"machine": platform.platform(), "threads": torch.get_num_threads(), "frames": a.frames, "rows": rows,
-         "expansion_error": accuracy}, indent=1))
-    (RESULTS / "neural_speed.md").write_text(text + "\n")
+    write_results("neural_speed", text, threads=torch.get_num_threads(), frames=a.frames, rows=rows,
+                  expansion_error=accuracy)
 
 
 if __name__ == "__main__":

@@ -11,17 +11,16 @@ out/neural_stability.jsonl and skipped on the next start. Writes benchmarks/resu
 
 import argparse
 import json
-import platform
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import write_results
 from neurok_blender.core import NeuROK, SimulationError
 from training.calibrate import pick_sequences, replay_conditions
 
-RESULTS = Path(__file__).parent / "results"
 EXPLODED = 3.0
 
 
@@ -88,9 +87,7 @@ def main():
             rows.append(done[key])
     text = table(rows, a.frames)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "neural_stability.json").write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
-    (RESULTS / "neural_stability.md").write_text(text + "\n")
+    write_results("neural_stability", text, rows=rows)
 
 
 if __name__ == "__main__":

@@ -5,20 +5,17 @@
 Writes benchmarks/results/rigid_engine.json, rigid_engine.md and rigid_energy.png.
 """
 
-import json
-import math
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks import RESULTS, write_results
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.mesh import box_mesh
 from training.shapes.solids import grid_surface
 
-RESULTS = Path(__file__).parent / "results"
 INTEGRATORS = ("leapfrog", "rk4", "midpoint", "dopri5")
 DOWN = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
 
@@ -111,8 +108,7 @@ def main():
     machine = f"{platform.machine()}, {torch.get_num_threads()} torch thread(s), torch {torch.__version__}"
     table = markdown(speed, drift)
     print(table)
-    (RESULTS / "rigid_engine.md").write_text(f"Machine: {machine}\n\n{table}\n")
-    (RESULTS / "rigid_engine.json").write_text(json.dumps({"machine": machine, "speed": speed, "drift": drift}, indent=1))
+    write_results("rigid_engine", f"Machine: {machine}\n\n{table}", machine=machine, speed=speed, drift=drift)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,12 @@ class _Section:
     def poll(cls, context):
         return context.active_object is not None and context.active_object.type == "MESH"
 
+    def settings_column(self, context, keyframes=False):
+        """The object's settings and a column of label-left fields (keyframe dots if ``keyframes``)."""
+        self.layout.use_property_split = True
+        self.layout.use_property_decorate = keyframes
+        return context.active_object.neurok, self.layout.column()
+
 
 class VIEW3D_PT_neurok(bpy.types.Panel):
     """The target; the sections below are sub-panels, the Simulate button after them."""
@@ -51,12 +57,8 @@ class VIEW3D_PT_neurok_conditions(_Section, bpy.types.Panel):
     bl_parent_id = "VIEW3D_PT_neurok"
 
     def draw(self, context):
-        obj = context.active_object
-        s = obj.neurok
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = True  # keyframe dots: velocities and force vectors are animatable
-        col = layout.column()
+        obj, layout = context.active_object, self.layout
+        s, col = self.settings_column(context, keyframes=True)  # velocities and force vectors are animatable
         col.label(text=f"Gravity from the scene: {context.scene.gravity.length:.2f} m/s²"
                   if context.scene.use_gravity else "Scene gravity is off", icon="SORT_ASC")
         col.prop(s, "use_ground")
@@ -95,11 +97,7 @@ class VIEW3D_PT_neurok_material(_Section, bpy.types.Panel):
     bl_parent_id = "VIEW3D_PT_neurok"
 
     def draw(self, context):
-        s = context.active_object.neurok
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        col = layout.column()
+        s, col = self.settings_column(context)
         col.prop(s, "category")
         sub = col.column()
         sub.active = s.category != "rigid"
@@ -117,11 +115,7 @@ class VIEW3D_PT_neurok_simulation(_Section, bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        s = context.active_object.neurok
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        col = layout.column()
+        s, col = self.settings_column(context)
         col.prop(s, "frame_start")
         col.prop(s, "frame_end")
         col.prop(s, "use_current_frame")

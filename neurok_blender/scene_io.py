@@ -1,6 +1,5 @@
 """Reading what the artist sees: the evaluated mesh in world space, and the settings as Conditions."""
 
-import bpy
 import numpy as np
 
 from .bake import KEY_PREFIX
