@@ -12,6 +12,8 @@ from .integrators import ADAPTIVE, advance
 
 MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
+MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
+EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
 
 
 class SimulationError(RuntimeError):
@@ -31,6 +33,7 @@ class Trajectory:
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
     substeps: int  # integration steps per frame
+    refined_frames: int = 0  # frames redone with more steps after going non-finite
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
@@ -69,39 +72,45 @@ def rollout(
         substeps = choose_substeps(system, fps, method, q0, q_dot0)
     system.map.attach(output_points, output=True)
     dt = 1.0 / fps
-    h = dt / substeps
-    q, q_dot = q0, q_dot0
+    q, q_dot, refined = q0, q_dot0, 0
     work = torch.zeros(q.shape[0], dtype=q.dtype)
     dissipated = torch.zeros_like(work)
     rows = []
 
-    def record():
-        e = system.energies(q, q_dot)
+    def record(e):
         e["load_work"], e["dissipated"] = work, dissipated
         pts = system.map.embed(q, output_points).detach().to(torch.float32)
         pose = {k: v.detach().clone() for k, v in system.map.pose(q).items()}
         rows.append((q.detach().clone(), q_dot.detach().clone(), pts, {k: v.detach().clone() for k, v in e.items()}, pose))
 
-    record()
+    energy = system.energies(q, q_dot)
+    total0, balance = _stored(energy), torch.zeros(q.shape[0], dtype=q.dtype)
+    scale = torch.maximum(_energy_scale(energy, work, dissipated), _energy_floor(system))
+    record(energy)
     for frame in range(1, frames):
-        drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
-        for sub in range(substeps):
-            t0 = (frame - 1) * dt + sub * h
-            system.set_interval(t0, t0 + h)
-            q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
-            work, dissipated = work + dw, dissipated + dd
-            if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
-                raise SimulationError(f"the simulation became non-finite between frames {frame - 1} and {frame}")
-            drift += system.map.chart_speed(q_dot) * h
-            if drift > MAX_CHART_DRIFT or sub == substeps - 1:
-                q, q_dot = system.map.recenter(q, q_dot)
-                drift = 0.0
-        record()
+        steps = substeps
+        while True:
+            advanced = advance_frame(system, q, q_dot, (frame - 1) * dt, dt, steps, method)
+            if advanced is not None:
+                energy = system.energies(advanced[0], advanced[1])
+                new_work, new_dissipated = work + advanced[2], dissipated + advanced[3]
+                new_balance = _stored(energy) - new_work + new_dissipated - total0
+                if bool(((new_balance - balance).abs() <= EXPLOSION * scale).all()):
+                    break
+            if steps >= substeps * MAX_REFINEMENT:
+                what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"
+                raise SimulationError(f"the simulation became {what} between frames {frame - 1} and {frame}, "
+                                      f"even with {steps} steps")
+            steps *= 2
+        refined += steps > substeps
+        q, q_dot, work, dissipated, balance = advanced[0], advanced[1], new_work, new_dissipated, new_balance
+        scale = torch.maximum(scale, _energy_scale(energy, work, dissipated))
+        record(energy)
         if progress is not None and progress(frame, frames - 1) is False:
             raise SimulationCancelled(f"cancelled at frame {frame} of {frames - 1}")
 
     energy = {k: torch.stack([r[3][k] for r in rows]).numpy() for k in rows[0][3]}
-    energy["total"] = energy["kinetic"] + energy["potential"] + energy["gravity"] + energy["contact"]
+    energy["total"] = _stored(energy)
     energy["balance"] = energy["total"] - energy["load_work"] + energy["dissipated"] - energy["total"][0]
     return Trajectory(
         times=np.arange(frames) * dt,
@@ -111,4 +120,46 @@ def rollout(
         points=torch.stack([r[2] for r in rows]).numpy(),
         energy=energy,
         substeps=substeps,
+        refined_frames=refined,
     )
+
+
+def _stored(e):
+    """Kinetic plus every potential (J, per body)."""
+    return e["kinetic"] + e["potential"] + e["gravity"] + e["contact"]
+
+
+def _energy_scale(e, work, dissipated):
+    """The size of the energies in play (J, per body): an error of EXPLOSION times this is no
+    integration error but a blow-up. Gravity's potential has an arbitrary zero, so it is left out:
+    what it gives shows up as kinetic energy."""
+    return e["kinetic"] + e["potential"].abs() + e["contact"] + work.abs() + dissipated.abs()
+
+
+def _energy_floor(system: LagrangianSystem):
+    """M (|g| L + 1 m^2/s^2): the energy of a fall by the body's size plus a walking pace, so a body
+    at rest still has a scale (J, per body)."""
+    points = system.map.embed(system.map.rest_coordinates(), system.map.mass_points)
+    size = (points.amax(1) - points.amin(1)).norm(dim=-1)
+    return system.masses.sum(-1) * (system.gravity.norm() * size + 1.0)
+
+
+def advance_frame(system: LagrangianSystem, q, q_dot, start: float, dt: float, steps: int, method: str):
+    """One frame in ``steps`` equal steps, recentering the chart as it goes: (q, q_dot, work,
+    dissipated), or None if the state went non-finite (the caller redoes the frame with more steps:
+    a stiff moment, a hard impact or the wall, needs them where the rest of the run does not)."""
+    h = dt / steps
+    work = dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
+    drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
+    for sub in range(steps):
+        t0 = start + sub * h
+        system.set_interval(t0, t0 + h)
+        q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
+        work, dissipated = work + dw, dissipated + dd
+        if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
+            return None
+        drift += system.map.chart_speed(q_dot) * h
+        if drift > MAX_CHART_DRIFT or sub == steps - 1:
+            q, q_dot = system.map.recenter(q, q_dot)
+            drift = 0.0
+    return q, q_dot, work, dissipated

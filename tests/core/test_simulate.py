@@ -180,3 +180,21 @@ def test_initial_positions_are_fitted_by_least_squares():
     q, q_dot = fit_initial_state(kmap, points, targets, velocities, torch.ones(1, 8, dtype=torch.float64))
     torch.testing.assert_close(q, truth, rtol=0, atol=1e-10)
     torch.testing.assert_close(q_dot, q_dot_true, rtol=0, atol=1e-10)
+
+
+def test_too_few_steps_are_refined_and_a_blow_up_is_refused():
+    """A 1000 rad/s spring at 24 fps: rk4 is stable for omega h < 2.8, so 2 steps a frame (omega h =
+    21) blow up within the first frame. Frames are redone with 16 steps, which is stable (and, so close
+    to the edge, damped: the safety net is for stability, the automatic step count for accuracy);
+    with at most 8 steps it stops with an error instead of handing back finite garbage."""
+    from shapes import SpringMap
+
+    system = LagrangianSystem(SpringMap(stiffness=1e6, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
+    q0, q_dot0 = torch.full((1, 1), 0.01, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    points = torch.zeros(1, 1, 3, dtype=torch.float64)
+    trajectory = rollout(system, q0, q_dot0, 6, 24.0, "rk4", points, substeps=2)
+    assert trajectory.refined_frames >= 1 and np.isfinite(trajectory.coordinates).all()
+    energy = trajectory.energy["total"][:, 0]
+    assert np.all(energy <= energy[0] * 1.001)
+    with pytest.raises(SimulationError, match="unstable .* between frames 0 and 1, even with 8 steps"):
+        rollout(system, q0, q_dot0, 6, 24.0, "rk4", points, substeps=1)
