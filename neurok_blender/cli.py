@@ -141,10 +141,9 @@ def apply_settings(obj, scene, args) -> None:
         if args.frames < 2:
             raise ValueError(f"--frames must be at least 2, got {args.frames}")
         s.frame_end = s.frame_start + args.frames - 1
-    for option, name in (("velocity", "velocity"), ("angular_velocity", "angular_velocity"), ("category", "category"),
-                         ("stiffness", "stiffness"), ("damping", "damping"), ("mass", "mass")):
-        if getattr(args, option) is not None:
-            setattr(s, name, getattr(args, option))
+    for name in ("velocity", "angular_velocity", "category", "stiffness", "damping", "mass"):
+        if getattr(args, name) is not None:
+            setattr(s, name, getattr(args, name))
     if args.gravity is not None:
         scene.use_gravity, scene.gravity = True, args.gravity
     if args.ground is not None:
