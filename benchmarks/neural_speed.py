@@ -5,8 +5,8 @@
 For UV spheres of about 1k, 10k and 100k vertices dropped onto the ground for 120 frames at 24 fps:
 seconds to encode the mesh and build its learned coordinates (encoder, active subspace, decoder
 expansion, mass points), to roll out (solver steps, decoding every frame included), and Blender's
-own Cloth bake of the same mesh and frames in the same run (``training/reference/cloth.py``, bpy
-5.0.1, one thread), as a ratio. Baking into shape keys is the add-on's part and not timed here.
+own Cloth and Soft Body bakes of the same mesh and frames in the same run (``training/reference/cloth.py``;
+Soft Body with its defaults, goal off, onto a collision plane; bpy 5.0.1), as ratios. Baking into shape keys is the add-on's part and not timed here.
 Then the quadratic expansion against the network itself on the same shape: relative difference of
 the decoded motion at |s| = 0.5, 1, 2, 3 prior standard deviations.
 Writes benchmarks/results/neural_speed.{json,md}.
@@ -53,6 +53,34 @@ def time_cloth(v, f, frames: int) -> float:
     return time.perf_counter() - began
 
 
+def time_soft_body(v, f, frames: int) -> float:
+    """Blender's Soft Body with its defaults (goal off: a free body) dropped on a ground plane with a
+    Collision modifier, stepped frame by frame (which bakes its cache), in the same process."""
+    import bpy
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+
+    def mesh_object(name, vertices, faces):
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata(np.asarray(vertices, dtype=np.float64).tolist(), [], np.asarray(faces).tolist())
+        obj = bpy.data.objects.new(name, mesh)
+        scene.collection.objects.link(obj)
+        return obj
+
+    body = mesh_object("body", v, f)
+    modifier = body.modifiers.new("Softbody", "SOFT_BODY")
+    modifier.settings.use_goal = False
+    modifier.point_cache.frame_start, modifier.point_cache.frame_end = 1, frames
+    ground = mesh_object("ground", [[-5, -5, 0], [5, -5, 0], [5, 5, 0], [-5, 5, 0]], [[0, 1, 2], [0, 2, 3]])
+    ground.modifiers.new("Collision", "COLLISION")
+    began = time.perf_counter()
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+    return time.perf_counter() - began
+
+
 def expansion_error(neurok: NeuROK, v, f, radii=(0.5, 1.0, 2.0, 3.0), directions: int = 8) -> dict:
     """Mean over random directions of |m_quadratic(s) - m(s)| / |m(s) - m(0)| at each radius."""
     kmap, _ = neurok.body(v, f, Conditions(category="elastic"), "elastic")
@@ -81,7 +109,8 @@ def main():
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--frames", type=int, default=120)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
-    parser.add_argument("--cloth-max", type=int, default=20000, help="Blender's Cloth bake up to this many vertices")
+    parser.add_argument("--cloth-max", type=int, default=20000,
+                        help="Blender's Cloth and Soft Body bakes up to this many vertices")
     a = parser.parse_args()
     neurok = NeuROK.load(a.weights, device="cpu")
     neurok.simulate(*sphere(500), Conditions(frames=2, category="elastic"))  # first calls of torch kernels: not timed
@@ -92,14 +121,18 @@ def main():
         if len(v) <= a.cloth_max:
             row["blender_cloth_s"] = time_cloth(v, f, a.frames)
             row["cloth_over_neural"] = row["blender_cloth_s"] / row["simulate_s"]
+            row["blender_soft_body_s"] = time_soft_body(v, f, a.frames)
+            row["soft_body_over_neural"] = row["blender_soft_body_s"] / row["simulate_s"]
         rows.append(row)
         print(row, flush=True)
     accuracy = expansion_error(neurok, *sphere(2000))
     print("quadratic vs network, relative motion error by |s|:", accuracy)
-    lines = ["| vertices | build (s) | rollout (s) | total (s) | substeps/frame | k_q | Blender Cloth (s) | Cloth / neural |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| vertices | build (s) | rollout (s) | total (s) | substeps/frame | k_q | Blender Cloth (s) | Cloth / neural "
+             "| Blender Soft Body (s) | Soft Body / neural |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        cloth = f"{r['blender_cloth_s']:.1f} | {r['cloth_over_neural']:.2f}" if "blender_cloth_s" in r else "- | -"
+        cloth = (f"{r['blender_cloth_s']:.1f} | {r['cloth_over_neural']:.2f} | {r['blender_soft_body_s']:.1f} | "
+                 f"{r['soft_body_over_neural']:.2f}" if "blender_cloth_s" in r else "- | - | - | -")
         lines.append(f"| {r['vertices']} | {r['build_s']:.1f} | {r['rollout_s']:.1f} | {r['simulate_s']:.1f} | "
                      f"{r['substeps']} | {r['reduced_coordinates']} | {cloth} |")
     lines += ["", "Quadratic decoder against the network (relative error of the decoded motion):", "",
