@@ -6,10 +6,14 @@ scale, ``properties.py``), so Blender pushes one undo step per drag and keyframe
 field itself.
 """
 
+from typing import NamedTuple
+
 import bpy
+import numpy as np
 from mathutils import Matrix, Vector
 
 from .preferences import hide_gizmos_in_playback
+from .scene_io import vertex_group_indices
 
 FORCE_COLOR = (1.0, 0.45, 0.1)
 VELOCITY_COLOR = (0.2, 0.6, 1.0)
@@ -31,15 +35,28 @@ def arrow_origins(obj) -> list[tuple[object, str, Vector]]:
     skipped."""
     corners = [obj.matrix_world @ Vector(c) for c in obj.bound_box]
     arrows = [(obj.neurok, "velocity_handle", sum(corners, Vector()) / 8)]
+    co = None
     for force in obj.neurok.forces:
         if force.target is not None:
             arrows.append((force, "handle", force.target.matrix_world.translation.copy()))
-        elif force.vertex_group in obj.vertex_groups:
-            index = obj.vertex_groups[force.vertex_group].index
-            points = [v.co for v in obj.data.vertices if any(g.group == index and g.weight > 0 for g in v.groups)]
-            if points:
-                arrows.append((force, "handle", obj.matrix_world @ (sum(points, Vector()) / len(points))))
+            continue
+        try:
+            members = vertex_group_indices(obj, force.vertex_group)
+        except ValueError:  # no group set yet, or an empty one: nothing to draw
+            continue
+        if co is None:
+            co = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
+            obj.data.vertices.foreach_get("co", co)
+            co = co.reshape(-1, 3)
+        arrows.append((force, "handle", obj.matrix_world @ Vector(co[members].mean(0))))
     return arrows
+
+
+class Arrow(NamedTuple):
+    shaft: object  # display-only arrow gizmo
+    tip: object  # move gizmo bound to the handle property
+    origin: Vector  # world, updated in refresh
+    key: tuple[int, str]  # (owner pointer, handle property): rebuild when these change
 
 
 class VIEW3D_GGT_neurok(bpy.types.GizmoGroup):
@@ -59,19 +76,18 @@ class VIEW3D_GGT_neurok(bpy.types.GizmoGroup):
 
     def refresh(self, context):
         """Rebuild when forces were added or removed, then place every arrow."""
-        obj = context.active_object
-        origins = arrow_origins(obj)
-        if [(owner.as_pointer(), name) for owner, name, _ in origins] != [(a[3], a[4]) for a in self.arrows]:
-            for shaft, tip, *_ in self.arrows:
-                self.gizmos.remove(shaft)
-                self.gizmos.remove(tip)
+        origins = arrow_origins(context.active_object)
+        if [(owner.as_pointer(), name) for owner, name, _ in origins] != [a.key for a in self.arrows]:
+            for arrow in self.arrows:
+                self.gizmos.remove(arrow.shaft)
+                self.gizmos.remove(arrow.tip)
             self.arrows = [self._new_arrow(owner, name) for owner, name, _ in origins]
-        for (shaft, tip, origin, *_), (owner, name, point) in zip(self.arrows, origins):
-            origin[:] = point
+        for arrow, (_, _, point) in zip(self.arrows, origins):
+            arrow.origin[:] = point
         self.draw_prepare(context)
 
     def draw_prepare(self, context):
-        for shaft, tip, origin, *_ in self.arrows:
+        for shaft, tip, origin, _ in self.arrows:
             vector = Vector(tip.target_get_value("offset"))
             tip.matrix_basis = Matrix.Translation(origin)
             shaft.matrix_basis = Matrix.Translation(origin) @ (
@@ -90,7 +106,7 @@ class VIEW3D_GGT_neurok(bpy.types.GizmoGroup):
         tip.scale_basis = 0.1
         tip.color, tip.alpha = color, 0.6
         tip.color_highlight, tip.alpha_highlight = (1.0, 1.0, 1.0), 1.0
-        return shaft, tip, Vector(), owner.as_pointer(), name
+        return Arrow(shaft, tip, Vector(), (owner.as_pointer(), name))
 
 
 CLASSES = (VIEW3D_GGT_neurok,)

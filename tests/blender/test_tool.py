@@ -12,6 +12,7 @@ import pytest
 from neurok_blender import api, job
 from neurok_blender.core import SimulationCancelled
 from neurok_blender.point_cache import read_pc2, write_pc2
+from neurok_blender.scene_io import animation_curves
 from conftest import add_box, evaluated_vertices, scene_snapshot
 
 
@@ -201,8 +202,7 @@ def test_a_keyframed_force_acts_frame_by_frame():
     for frame, push in ((1, 0.0), (13, 12.0)):
         force.vector = (push, 0.0, 0.0)
         obj.keyframe_insert('neurok.forces[0].vector', frame=frame)
-    for curve in obj.animation_data.action.layers[0].strips[0].channelbags[0].fcurves \
-            if hasattr(obj.animation_data.action, "layers") else obj.animation_data.action.fcurves:
+    for curve in animation_curves(obj).values():
         for key in curve.keyframe_points:
             key.interpolation = "LINEAR"
     bpy.context.scene.frame_set(25)  # the settings' current value is the last key: only the curve is right
