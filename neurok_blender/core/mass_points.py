@@ -7,16 +7,15 @@ mass: the decoder moves the surface, and a latent direction that moved only a ma
 have a vanishing mass matrix and let a load there accelerate without bound. The share is small so
 the inertia stays a solid's (a 1 x 0.5 x 0.25 box: within 12 % on every axis, where a shell is
 30-60 % above).
-Inside is decided by the generalized winding number (``mesh.winding_number``).
+Inside is decided by signed ray crossings (``mesh.lattice_inside``).
 """
 
 import numpy as np
 
-from .mesh import is_closed, signed_volume, winding_number
+from .mesh import is_closed, lattice_inside, signed_volume
 from .surface import sample_surface
 
 POINTS = 512  # surface samples, and about as many interior points; the engine's cost grows mildly with them
-MAX_WINDING_WORK = 4e8  # candidate points x triangles; above it a solid's mass goes on its surface
 SURFACE_SHARE = 0.1  # of a solid's mass, on its surface samples
 MIN_INSIDE = 64  # fewer grid points than this inside (a thin solid): use the surface
 
@@ -36,16 +35,11 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
 
 
 def _interior_grid(vertices, faces, count):
-    """About ``count`` points of a regular grid inside the solid, or None when it is too thin or too
-    big to test."""
+    """About ``count`` points of a regular grid inside the solid, or None when it is too thin."""
     low, high = vertices.min(0), vertices.max(0)
     extent = np.maximum(high - low, 1e-9 * np.ptp(vertices).max())
     volume = abs(signed_volume(vertices, faces))
     spacing = (volume / count) ** (1 / 3)
     cells = np.maximum(np.round(extent / max(spacing, 1e-12)).astype(int), 1)
-    if cells.prod() * len(faces) > MAX_WINDING_WORK:
-        return None
-    axes = [low[k] + (np.arange(cells[k]) + 0.5) * extent[k] / cells[k] for k in range(3)]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
-    inside = grid[np.abs(winding_number(grid, vertices, faces)) > 0.5]  # either orientation
+    inside = lattice_inside(vertices, faces, *(low[k] + (np.arange(cells[k]) + 0.5) * extent[k] / cells[k] for k in range(3)))
     return inside if len(inside) >= MIN_INSIDE else None

@@ -197,3 +197,70 @@ def winding_number(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, 
         denominator = la * lb * lc + (a * b).sum(-1) * lc + (b * c).sum(-1) * la + (c * a).sum(-1) * lb
         out[start:start + step] = np.arctan2(numerator, denominator).sum(1) / (2 * np.pi)
     return out
+
+
+def lattice_inside(vertices: np.ndarray, faces: np.ndarray, xs: np.ndarray, ys: np.ndarray, zs: np.ndarray) -> np.ndarray:
+    """The points of the lattice xs x ys x zs (each evenly spaced, increasing) inside a closed surface,
+    (N, 3) in x, y, z index order.
+
+    Inside means winding number 1/2 or more, counted along vertical rays: each column of points
+    crosses the triangles above it, signed by the triangle's facing (exiting upwards +1, entering
+    -1). Each triangle is tested only against the columns under its shadow's bounding box, so the
+    work grows as triangles + lattice points, where ``winding_number`` grows as their product (200k
+    triangles and 1000 points: 0.4 s against about 40 s).
+
+    Watertight: a ray through an edge or a vertex (a box's diagonal on a lattice line) counts once.
+    The test of a ray p against an edge a -> b is the sign of e = (b - a) x (p - a), computed from the
+    edge's lower vertex index so the two triangles sharing it see exactly opposite values; where
+    e = 0 the ray is moved symbolically to p + eps (1, 0) + eps^2 (0, 1), whose sign is that of
+    -(b - a)_y, else (b - a)_x (simulation of simplicity).
+    """
+    spacing = np.array([_spacing(xs), _spacing(ys)])
+    origin = np.array([xs[0], ys[0]])  # column (i, j) is at origin + (i, j) spacing
+    flat = vertices[:, :2]
+    area = _cross2(flat[faces[:, 1]] - flat[faces[:, 0]], flat[faces[:, 2]] - flat[faces[:, 0]])
+    faces = faces[area != 0]  # a vertical triangle is never crossed
+    area = area[area != 0]
+    corners = flat[faces]  # (F, 3, 2)
+    # the columns under each shadow's bounding box, one wider on each side against rounding
+    low = np.clip(np.ceil((corners.min(1) - origin) / spacing).astype(int) - 1, 0, None)
+    high = np.minimum(np.floor((corners.max(1) - origin) / spacing).astype(int) + 1, [len(xs) - 1, len(ys) - 1])
+    width = np.clip(high - low + 1, 0, None)
+    counts = width[:, 0] * width[:, 1]
+    triangle = np.repeat(np.arange(len(counts)), counts)
+    local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    i = low[triangle, 0] + local // width[triangle, 1]
+    j = low[triangle, 1] + local % width[triangle, 1]
+    ray = origin + np.stack([i, j], 1) * spacing
+    facing = np.sign(area[triangle])  # > 0 where the triangle faces up
+    hit = np.ones(len(triangle), dtype=bool)
+    for k in range(3):  # inside: the ray is on the triangle's own side of all three edges
+        start, end = faces[triangle, k], faces[triangle, (k + 1) % 3]
+        a, b = np.minimum(start, end), np.maximum(start, end)
+        edge = flat[b] - flat[a]
+        side = np.sign(_cross2(edge, ray - flat[a]))
+        tie = np.where(edge[:, 1] != 0, -np.sign(edge[:, 1]), np.sign(edge[:, 0]))
+        side = np.where(side != 0, side, tie) * np.where(start < end, 1, -1)
+        hit &= side == facing
+    corners, top, ray = corners[triangle[hit]], vertices[faces[triangle[hit]], 2], ray[hit]
+    # height of the crossing, from the ray's barycentric coordinates in the triangle's shadow
+    ab, ac, ap = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0], ray - corners[:, 0]
+    u, v = _cross2(ap, ac) / area[triangle[hit]], _cross2(ab, ap) / area[triangle[hit]]
+    height = top[:, 0] + u * (top[:, 1] - top[:, 0]) + v * (top[:, 2] - top[:, 0])
+    column, facing = i[hit] * len(ys) + j[hit], facing[hit]
+    # each crossing adds its facing to the points of its column below it: a difference array over z
+    steps = np.zeros((len(xs) * len(ys), len(zs) + 1))
+    np.add.at(steps, (column, 0), facing)
+    np.add.at(steps, (column, np.searchsorted(zs, height)), -facing)
+    winding = np.cumsum(steps, 1)[:, :-1].reshape(len(xs), len(ys), len(zs))
+    grid = np.stack(np.meshgrid(xs, ys, zs, indexing="ij"), -1)
+    return grid[np.abs(winding) >= 0.5]  # either orientation of the surface
+
+
+def _spacing(axis: np.ndarray) -> float:
+    return float(axis[1] - axis[0]) if len(axis) > 1 else 1.0
+
+
+def _cross2(p, q):
+    """z of the cross product of 2D vectors (broadcasting), the signed parallelogram area."""
+    return p[..., 0] * q[..., 1] - p[..., 1] * q[..., 0]

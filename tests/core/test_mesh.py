@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from neurok_blender.core.mesh import check_mesh, contact_samples, is_closed, mass_properties, principal_points
+from neurok_blender.core.mesh import (check_mesh, contact_samples, is_closed, lattice_inside, mass_properties,
+                                      principal_points, winding_number)
 from shapes import box
 
 
@@ -70,3 +71,37 @@ def test_mass_must_be_positive():
     v, f = box()
     with pytest.raises(ValueError, match="mass"):
         mass_properties(v, f, -1.0)
+
+
+def _lattice(low, high, spacing):
+    return [np.arange(low[d] + spacing / 2, high[d], spacing) for d in range(3)]
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_lattice_inside_agrees_with_the_winding_number(flip):
+    # two tilted boxes, one above the other: a column enters and leaves twice
+    turn = np.array([[0.8, -0.6, 0.0], [0.36, 0.48, -0.8], [0.48, 0.64, 0.6]])
+    (v1, f1), (v2, f2) = box((0.4, 0.3, 0.2), (-0.2, -0.15, 0.0)), box((0.3, 0.3, 0.3), (-0.1, -0.2, 0.4))
+    v, f = np.concatenate([v1, v2]) @ turn.T, np.concatenate([f1, f2 + len(v1)])
+    f = f[:, ::-1] if flip else f  # either orientation is a solid
+    axes = _lattice(v.min(0), v.max(0), 0.02)
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+    expected = grid[np.abs(winding_number(grid, v, f)) >= 0.5]
+    np.testing.assert_array_equal(lattice_inside(v, f, *axes), expected)
+    assert abs(len(expected) * 0.02**3 / (0.4 * 0.3 * 0.2 + 0.3**3) - 1) < 0.05  # the boxes' volume
+
+
+def test_rays_through_vertices_and_edges_count_once():
+    spacing = 0.1
+    xs, ys, zs = _lattice((-0.3, -0.3, -0.3), (0.3, 0.3, 0.3), spacing)
+    apex = np.array([xs[3], ys[3]])  # exactly on the ray of column (3, 3)
+    # an octahedron whose top and bottom vertices sit on that ray (four triangles meet at each), and
+    # whose edges from them lie over the lattice lines x = xs[3] and y = ys[3]
+    v = np.array([[*apex, 0.27], [*apex, -0.27], [0.3, apex[1], 0.01], [apex[0], 0.3, 0.01], [-0.3, apex[1], 0.01],
+                  [apex[0], -0.3, 0.01]])
+    f = np.array([[0, 2, 3], [0, 3, 4], [0, 4, 5], [0, 5, 2], [1, 3, 2], [1, 4, 3], [1, 5, 4], [1, 2, 5]])
+    grid = np.stack(np.meshgrid(xs, ys, zs, indexing="ij"), -1).reshape(-1, 3)
+    expected = grid[np.abs(winding_number(grid, v, f)) >= 0.5]
+    inside = lattice_inside(v, f, xs, ys, zs)
+    np.testing.assert_array_equal(inside, expected)
+    assert (inside[:, :2] == apex).all(1).sum() == 6  # the column through both apices: z = -0.25 ... 0.25
