@@ -36,6 +36,7 @@ import copy
 
 import numpy as np
 import torch
+from scipy.spatial import cKDTree
 
 from .conditions import EXPANSIONS
 from .kinematics import KinematicMap
@@ -267,8 +268,6 @@ class NeuralBodyMap(KinematicMap):
         return float(q_dot[:, 3:6].norm(dim=1).max())
 
 
-def nearest_vertices(points: np.ndarray, vertices: np.ndarray, chunk: int = 4_000_000) -> np.ndarray:
-    """Index of the nearest of ``vertices`` for each point, in chunks of points x vertices."""
-    step = max(1, chunk // len(vertices))
-    return np.concatenate([np.argmin(((points[i:i + step, None] - vertices[None]) ** 2).sum(-1), axis=1)
-                           for i in range(0, len(points), step)])
+def nearest_vertices(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Index of the nearest of ``vertices`` for each point (a k-d tree)."""
+    return cKDTree(vertices).query(points)[1]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.spatial import cKDTree
 
 NEIGHBOURS = 4
 
@@ -34,11 +35,12 @@ class Skinning:
 
 
 def skinning(vertices: np.ndarray, queries: np.ndarray, vertex_parts: np.ndarray | None = None,
-             query_parts: np.ndarray | None = None, k: int = NEIGHBOURS, chunk: int = 4096) -> Skinning:
+             query_parts: np.ndarray | None = None, k: int = NEIGHBOURS) -> Skinning:
     """K nearest queries of each vertex (same part only, when parts are given), weights 1 / (d + eps)^2.
 
     A part with fewer queries than K uses the ones it has (the rest get zero weight); a part with no
-    query at all is an error, since nothing could move it.
+    query at all is an error, since nothing could move it. Nearest by a k-d tree per part (scipy's,
+    which torchdiffeq already brings): a 100k-vertex mesh in a fraction of a second.
     """
     vertices, queries = np.asarray(vertices, np.float64), np.asarray(queries, np.float64)
     if vertex_parts is None:
@@ -48,16 +50,15 @@ def skinning(vertices: np.ndarray, queries: np.ndarray, vertex_parts: np.ndarray
         raise ValueError(f"parts {missing.tolist()} have no query point to follow")
     k = min(k, len(queries))
     scale = np.ptp(queries, axis=0).max() + 1e-12
-    index, weight = np.zeros((len(vertices), k), np.int64), np.zeros((len(vertices), k))
-    for start in range(0, len(vertices), chunk):
-        v, parts = vertices[start:start + chunk], vertex_parts[start:start + chunk]
-        d2 = ((v[:, None, :] - queries[None]) ** 2).sum(-1)
-        d2[parts[:, None] != query_parts[None]] = np.inf
-        nearest = np.argsort(d2, axis=1)[:, :k]
-        dist = np.sqrt(np.take_along_axis(d2, nearest, 1))
-        w = np.where(np.isfinite(dist), 1.0 / (dist / scale + 1e-3) ** 2, 0.0)
-        index[start:start + chunk], weight[start:start + chunk] = nearest, w / w.sum(1, keepdims=True)
-    return Skinning(torch.from_numpy(index), torch.from_numpy(weight))
+    index, distance = np.zeros((len(vertices), k), np.int64), np.full((len(vertices), k), np.inf)
+    for part in np.unique(vertex_parts):
+        members, followed = np.flatnonzero(vertex_parts == part), np.flatnonzero(query_parts == part)
+        near = min(k, len(followed))
+        d, nearest = cKDTree(queries[followed]).query(vertices[members], k=near)
+        index[members, :near] = followed[nearest.reshape(len(members), near)]
+        distance[members, :near] = d.reshape(len(members), near)
+    weight = np.where(np.isfinite(distance), 1.0 / (distance / scale + 1e-3) ** 2, 0.0)
+    return Skinning(torch.from_numpy(index), torch.from_numpy(weight / weight.sum(1, keepdims=True)))
 
 
 def quaternion_from_rotation_vector(w: torch.Tensor) -> torch.Tensor:
