@@ -21,3 +21,16 @@ def test_a_solid_box_turns_like_a_solid_and_a_holed_one_is_a_shell():
 
     open_points, open_masses, open_where = material_points(v, f[:-2], mass=3.0)
     assert open_where == "surface" and np.isclose(open_masses.sum(), 3.0)
+
+
+def test_loose_parts_get_the_mass_of_their_volume():
+    """A block and a thin plate beside it (an articulated object's parts): one grid over both would
+    sample the 4 mm plate by chance; each part gets its volume's share of the mass, exactly."""
+    block, plate = box_mesh((0.2, 0.2, 0.2)), box_mesh((0.3, 0.1, 0.004), corner=(0.25, 0.0, 0.05))
+    v, f = np.concatenate([block[0], plate[0]]), np.concatenate([block[1], plate[1] + len(block[0])])
+    points, masses, where = material_points(v, f, mass=2.0)
+    on_plate = points[:, 0] > 0.225
+    share = 0.3 * 0.1 * 0.004 / (0.3 * 0.1 * 0.004 + 0.2**3)
+    assert where == "volume" and np.isclose(masses.sum(), 2.0)
+    np.testing.assert_allclose(masses[on_plate].sum(), 2.0 * share, rtol=1e-12)
+    assert on_plate.sum() >= 16  # a light part still has points of its own
