@@ -88,3 +88,7 @@ class KinematicMap:
     def chart_speed(self, q_dot: torch.Tensor) -> float:
         """How fast the coordinates leave their chart (rad/s); bounds the length of one integration chunk."""
         return 0.0
+
+    def latent_speed(self, q_dot: torch.Tensor) -> float:
+        """How fast learned coordinates move (prior standard deviations per second); bounds the step."""
+        return 0.0

@@ -267,6 +267,9 @@ class NeuralBodyMap(KinematicMap):
     def chart_speed(self, q_dot):
         return float(q_dot[:, 3:6].norm(dim=1).max())
 
+    def latent_speed(self, q_dot):
+        return float(q_dot[:, 6:].norm(dim=1).max())
+
 
 def nearest_vertices(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     """Index of the nearest of ``vertices`` for each point (a k-d tree)."""

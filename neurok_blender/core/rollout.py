@@ -12,7 +12,9 @@ from .integrators import ADAPTIVE, advance
 
 MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
+MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
+STEP_PHASE = 0.5  # omega h of the stiffest spring: each step turns it by at most this (rad)
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
 
 
@@ -32,22 +34,32 @@ class Trajectory:
     pose: dict[str, np.ndarray]  # KinematicMap.pose per frame, (F, B, ...)
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
-    substeps: int  # integration steps per frame
+    substeps: int  # integration steps per frame, at least (see rollout)
     refined_frames: int = 0  # frames redone with more steps after going non-finite
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= 0.5 (adaptive
+    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE (adaptive
     methods choose their own steps inside), and no step moves the coordinates more than
     MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
-    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency(q) / (fps * 0.5)))
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency(q) / (fps * STEP_PHASE)))
 
 
 def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
     """The fewest steps per frame that keep each step's move within the chart below MAX_CHART_DRIFT."""
     return max(1, math.ceil(system.map.chart_speed(q_dot) / (fps * MAX_CHART_DRIFT)))
+
+
+def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
+    """The fewest steps per frame that move the learned coordinates by at most MAX_LATENT_DRIFT each.
+
+    The potential's wall rises as |s|^6 within a prior standard deviation, and a direction that moves
+    little mass can cross the whole space within a step sized for the springs: a spinning pair of
+    spectacles swung one at 1500 std/s, 2.4 std per step, and the energy blew up (a held-out rollout
+    that stopped as unstable at 0.55 s runs to its end with this bound)."""
+    return max(1, math.ceil(system.map.latent_speed(q_dot) / (fps * MAX_LATENT_DRIFT)))
 
 
 def rollout(
@@ -63,7 +75,9 @@ def rollout(
 ) -> Trajectory:
     """Integrate frame by frame; frame 0 is the initial state.
 
-    ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid.
+    ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid. A
+    frame whose learned coordinates move fast takes more (``latent_substeps``), and a frame that goes
+    non-finite or unstable is redone with more.
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
     if substeps:
@@ -88,7 +102,7 @@ def rollout(
     scale = torch.maximum(_energy_scale(energy, work, dissipated), _energy_floor(system))
     record(energy)
     for frame in range(1, frames):
-        steps = substeps
+        base = steps = max(substeps, latent_substeps(system, fps, q_dot))
         while True:
             advanced = advance_frame(system, q, q_dot, (frame - 1) * dt, dt, steps, method)
             if advanced is not None:
@@ -97,12 +111,12 @@ def rollout(
                 new_balance = _stored(energy) - new_work + new_dissipated - total0
                 if bool(((new_balance - balance).abs() <= EXPLOSION * scale).all()):
                     break
-            if steps >= substeps * MAX_REFINEMENT:
+            if steps >= base * MAX_REFINEMENT:
                 what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"
                 raise SimulationError(f"the simulation became {what} between frames {frame - 1} and {frame}, "
                                       f"even with {steps} steps")
             steps *= 2
-        refined += steps > substeps
+        refined += steps > base
         q, q_dot, work, dissipated, balance = advanced[0], advanced[1], new_work, new_dissipated, new_balance
         scale = torch.maximum(scale, _energy_scale(energy, work, dissipated))
         record(energy)

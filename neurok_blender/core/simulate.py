@@ -23,7 +23,7 @@ class SimulationResult:
     pose: dict[str, np.ndarray]  # rigid: "translation" (frames, 3) centre of mass, "rotation" (frames, 3, 3)
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
-    substeps: int  # integration steps per frame that were used
+    substeps: int  # integration steps per frame, at least (fast or refined frames take more)
     refined_frames: int = 0  # frames redone with more steps after going non-finite (rollout.MAX_REFINEMENT)
     info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
 

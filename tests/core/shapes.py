@@ -43,3 +43,14 @@ class SpringMap(KinematicMap):
 
     def potential(self, q):
         return 0.5 * self.stiffness * q[:, 0] ** 2
+
+
+class WallMap(SpringMap):
+    """A point mass sliding along x in a sextic well V = k s^6 / 6: no stiffness at rest, a steep wall
+    further out, as the learned coordinates' wall; s counts as a learned coordinate."""
+
+    def potential(self, q):
+        return self.stiffness * q[:, 0] ** 6 / 6
+
+    def latent_speed(self, q_dot):
+        return float(q_dot.abs().max())
