@@ -80,6 +80,7 @@ class LagrangianSystem:
                          ("friction", "restitution", "drag", "damping", "stiffness_damping")}
         self.active_loads = torch.zeros_like(self.load_vectors)
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
+        self._factored = None  # (M, its factor): see factor
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
@@ -87,7 +88,9 @@ class LagrangianSystem:
             # a contact point the deformation moves with little inertia gets a spring of its own mass at
             # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
-            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(rest, self.mass_matrix(rest)))
+            contact_jacobian = self.map.jacobian(rest, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
+            chol, _ = self.factor(self.mass_matrix(rest))
+            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(chol, contact_jacobian))
         self.rest_stiffness = self._rest_stiffness()
 
     # -- kinematics ---------------------------------------------------------------------------
@@ -107,18 +110,34 @@ class LagrangianSystem:
         quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
         return State(x, v, jac, mass_matrix, dT_dq, quadratic)
 
-    def _mobile_mass(self, q, mass_matrix, contact_jacobian=None):
+    def _mobile_mass(self, chol, contact_jacobian):
         """A lower bound of each contact point's effective mass over all directions, 1 / tr(J M^-1 J^T) <=
         1 / lambda_max, (B, C): the deformation may move a point with little inertia, sideways too."""
-        if contact_jacobian is None:
-            contact_jacobian = self.map.jacobian(q, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
-        scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
-        regularized = mass_matrix + MASS_REGULARIZATION * scale[:, None, None] * torch.eye(mass_matrix.shape[-1], dtype=q.dtype)
-        chol, _ = torch.linalg.cholesky_ex(regularized)
         b, c, _, n = contact_jacobian.shape
         rows = contact_jacobian.reshape(b, c * 3, n)
         solved = torch.cholesky_solve(rows.transpose(1, 2), chol).transpose(1, 2).reshape(b, c, 3, n)
         return 1.0 / torch.einsum("bcin,bcin->bc", contact_jacobian, solved).clamp(min=1e-300)
+
+    @staticmethod
+    def _fastest_rate(chol, contact_jacobian, coefficients, axes):
+        """Largest eigenvalue of M^-1 D, D = sum_i c_i J_i^T P J_i over the contact points (P: ``axes``),
+        as that of the symmetric L^-1 D L^-T (M = L L^T), per body."""
+        rows = contact_jacobian[:, :, list(axes)]  # (B, C, a, n)
+        b, c, a, n = rows.shape
+        whitened = torch.linalg.solve_triangular(chol, rows.reshape(b, c * a, n).transpose(1, 2), upper=False)
+        weights = coefficients.repeat_interleave(a, dim=1)[:, None, :]
+        return torch.linalg.eigvalsh((whitened * weights) @ whitened.transpose(1, 2))[:, -1]
+
+    def factor(self, mass_matrix):
+        """Cholesky factor of M with a small relative regularizer, and cholesky_ex's info (0 = it worked).
+        The last one is kept: contact forces and the solve of one evaluation factor the same M."""
+        if self._factored is not None and self._factored[0] is mass_matrix:
+            return self._factored[1]
+        scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
+        eye = torch.eye(mass_matrix.shape[-1], dtype=mass_matrix.dtype)
+        factored = torch.linalg.cholesky_ex(mass_matrix + MASS_REGULARIZATION * scale[:, None, None] * eye)
+        self._factored = (mass_matrix, factored)  # holding M keeps its identity unique
+        return factored
 
     def mass_matrix(self, q):
         _, jm = self.map.jacobian(q, self.map.mass_points)
@@ -127,10 +146,7 @@ class LagrangianSystem:
     def solve(self, mass_matrix, rhs):
         """M^-1 rhs by Cholesky with a small relative regularizer; NaN where M is not positive definite
         (a diverged state), which the rollout reports with its frame."""
-        n = mass_matrix.shape[-1]
-        scale = mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
-        reg = MASS_REGULARIZATION * scale[:, None, None] * torch.eye(n, dtype=mass_matrix.dtype)
-        chol, info = torch.linalg.cholesky_ex(mass_matrix + reg)
+        chol, info = self.factor(mass_matrix)
         solution = torch.cholesky_solve(rhs[..., None], chol)[..., 0]
         return torch.where((info == 0)[:, None], solution, torch.nan)
 
@@ -161,10 +177,12 @@ class LagrangianSystem:
         dissipative = _jt(jm, drag) + rayleigh[..., 0]
         if self.env.ground_height is not None and nc:
             env = self.env
-            mobile = self._mobile_mass(q, s.mass_matrix, jc) if self.deforms else None
+            chol, _ = self.factor(s.mass_matrix)
+            mobile = self._mobile_mass(chol, jc) if self.deforms else None
             spring, resist = ground_forces(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc], self.contact_mass,
                                            env.ground_height, env.contact_stiffness, self.contact_damping,
-                                           self.per_body["friction"], env.friction_regularization, self.step, mobile)
+                                           self.per_body["friction"], env.friction_regularization, self.step, mobile,
+                                           lambda c, axes: self._fastest_rate(chol, jc, c, axes))
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
         return conservative, loads, dissipative
