@@ -126,7 +126,10 @@ class LagrangianSystem:
         b, c, a, n = rows.shape
         whitened = torch.linalg.solve_triangular(chol, rows.reshape(b, c * a, n).transpose(1, 2), upper=False)
         weights = coefficients.repeat_interleave(a, dim=1)[:, None, :]
-        return torch.linalg.eigvalsh((whitened * weights) @ whitened.transpose(1, 2))[:, -1]
+        damping = (whitened * weights) @ whitened.transpose(1, 2)
+        finite = torch.isfinite(damping).all(-1).all(-1)  # a diverged state: NaN, for the rollout to catch
+        rate = torch.linalg.eigvalsh(torch.where(finite[:, None, None], damping, 0.0))[:, -1]
+        return torch.where(finite, rate, torch.nan)
 
     def factor(self, mass_matrix):
         """Cholesky factor of M with a small relative regularizer, and cholesky_ex's info (0 = it worked).

@@ -98,6 +98,9 @@ def test_a_diverging_rollout_stops_and_names_the_frame():
     huge = Force((1e308, 0.0, 0.0), point=(0.0, 0.0, 0.0), start_frame=3, end_frame=4)
     with pytest.raises(SimulationError, match="between frames 3 and 4"):
         simulate(v, f, Conditions(frames=8, forces=[huge], gravity=NO_GRAVITY))
+    on_ground = Conditions(frames=8, forces=[huge], ground_height=-0.05)  # the contact caps see the NaN state too
+    with pytest.raises(SimulationError, match="between frames 3 and 4"):
+        simulate(v, f, on_ground)
 
 
 def test_initial_velocity_field_sets_linear_and_angular_momentum():
