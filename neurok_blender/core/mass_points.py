@@ -19,6 +19,7 @@ POINTS = 512  # surface samples, and about as many interior points; the engine's
 SURFACE_SHARE = 0.1  # of a solid's mass, on its surface samples
 MIN_INSIDE = 1 / 8  # of the asked grid points: fewer inside (a thin solid) and the surface carries the mass
 MIN_PART_POINTS = 16  # samples of the smallest part, so even a light part has its inertia where it is
+MAX_SAMPLED_PARTS = 64  # more loose parts than this are sampled as one solid (the points would pile up)
 
 
 def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
@@ -33,7 +34,10 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
     """
     rng = np.random.default_rng(seed)
     parts = loose_parts(faces, len(vertices))[faces[:, 0]]  # part of each triangle
-    volumes = np.array([abs(signed_volume(vertices, faces[parts == p])) for p in range(parts.max() + 1)])
+    if parts.max() >= MAX_SAMPLED_PARTS:  # many pieces (gravel, leaves): sampled as one solid
+        parts = np.zeros_like(parts)
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    volumes = np.abs(np.bincount(parts, weights=np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0))
     if not is_closed(faces) or volumes.sum() <= 0:
         surface = sample_surface(vertices, faces, count, rng).points
         return surface, np.full(len(surface), mass / len(surface)), "surface"
