@@ -12,7 +12,7 @@ Inside is decided by signed ray crossings (``mesh.lattice_inside``).
 
 import numpy as np
 
-from .mesh import is_closed, lattice_inside, loose_parts, signed_volume
+from .mesh import MassProperties, is_closed, lattice_inside, loose_parts, mass_properties, signed_volume
 from .surface import sample_surface
 
 POINTS = 512  # surface samples, and about as many interior points; the engine's cost grows mildly with them
@@ -20,12 +20,27 @@ SURFACE_SHARE = 0.1  # of a solid's mass, on its surface samples
 MIN_INSIDE = 1 / 8  # of the asked grid points: fewer inside (a thin solid) and the surface carries the mass
 MIN_PART_POINTS = 16  # samples of the smallest part, so even a light part has its inertia where it is
 MAX_SAMPLED_PARTS = 64  # more loose parts than this are sampled as one solid (the points would pile up)
+MOMENT_ITERATIONS = 30
+MOMENT_TOLERANCE = 1e-6  # of the mass, on the moment equations scaled by the points' spread
 
 
 def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface"), deterministic:
-    ``count`` area-uniform surface samples, and about ``count`` interior grid points in a solid.
+    """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface"), deterministic: the
+    samples of ``sampled_points`` reweighted to the mesh's exact mass, centre and inertia
+    (``mesh.mass_properties``), the ones the rigid solver uses: 512 random surface samples put the
+    centre of a sheet 1-2 % of its size off, and the surface share makes a solid's inertia 4-13 %
+    too large (held-out shapes), enough to tumble and bounce differently from the same body solved
+    as rigid."""
+    points, masses, where, groups = sampled_points(vertices, faces, mass, count, seed)
+    return points, match_moments(points, masses, mass_properties(vertices, faces, mass), groups), where
+
+
+def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
+                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+    """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface", the part each point
+    was sampled for (P,)), deterministic: ``count`` area-uniform surface samples, and about ``count``
+    interior grid points in a solid.
 
     A solid of several loose parts (an articulated object) gives each part the share of the mass its
     volume has, as the reference simulators do, and samples each part on its own: one grid over all
@@ -40,8 +55,8 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
     volumes = np.abs(np.bincount(parts, weights=np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0))
     if not is_closed(faces) or volumes.sum() <= 0:
         surface = sample_surface(vertices, faces, count, rng).points
-        return surface, np.full(len(surface), mass / len(surface)), "surface"
-    points, masses = [], []
+        return surface, np.full(len(surface), mass / len(surface)), "surface", np.zeros(len(surface), int)
+    points, masses, groups = [], [], []
     for part in np.flatnonzero(volumes > 0):
         share = volumes[part] / volumes.sum()
         asked = max(MIN_PART_POINTS, round(count * share))
@@ -54,7 +69,33 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
             points += [grid, surface]
             masses += [np.full(len(grid), mass * share * (1 - SURFACE_SHARE) / len(grid)),
                        np.full(len(surface), mass * share * SURFACE_SHARE / len(surface))]
-    return np.concatenate(points), np.concatenate(masses), "volume"
+        groups.append(np.full(sum(map(len, points)) - sum(map(len, groups)), part))
+    return np.concatenate(points), np.concatenate(masses), "volume", np.concatenate(groups)
+
+
+def match_moments(points: np.ndarray, masses: np.ndarray, target: MassProperties, groups: np.ndarray) -> np.ndarray:
+    """Masses m_i = w_i exp(a_i . lambda) with the target's centre and second moment exactly and each
+    group (part) keeping its mass: a_i = (group indicators, r_i, r_i r_i^T) with r_i the offset from
+    the target centre (in units of the points' spread). The least change in the relative-entropy
+    sense, and every mass stays positive. Newton's method on the moment equations from lambda = 0
+    (the samples are close already); the unchanged masses if it does not converge (points that
+    cannot carry the moments)."""
+    r = points - target.center
+    size = np.sqrt((masses[:, None] * r * r).sum() / masses.sum()) or 1.0
+    r = r / size
+    upper = np.triu_indices(3)
+    groups = np.unique(groups, return_inverse=True)[1]
+    features = np.column_stack([np.eye(groups.max() + 1)[groups], r, (r[:, :, None] * r[:, None, :])[:, upper[0], upper[1]]])
+    goal = np.concatenate([np.bincount(groups, weights=masses), np.zeros(3), (target.second_moment / size**2)[upper]])
+    tilt = np.zeros(features.shape[1])
+    for _ in range(MOMENT_ITERATIONS):
+        weights = masses * np.exp(np.clip(features @ tilt, -50.0, 50.0))
+        residual = features.T @ weights - goal
+        if np.abs(residual).max() <= MOMENT_TOLERANCE * target.mass:
+            return weights
+        jacobian = (features * weights[:, None]).T @ features
+        tilt -= np.linalg.lstsq(jacobian, residual, rcond=1e-12)[0]
+    return masses
 
 
 def _submesh(vertices, faces):
