@@ -27,7 +27,7 @@ PHASES = [
     ("build the body", 0, [("neurok.py", "body")]),
     ("prior encoder", 1, [("model.py", "prior")]),
     ("active subspace", 1, [("reduction.py", "active_subspace")]),
-    ("mass points (winding numbers)", 1, [("mass_points.py", "material_points")]),
+    ("mass points (inside test)", 1, [("mass_points.py", "material_points")]),
     ("decoder expansion and point fields", 1, [("neural.py", "attach")]),
     ("initial state (fit)", 0, [("initial.py", "fit_initial_state")]),
     ("roll out", 0, [("rollout.py", "rollout")]),
