@@ -90,7 +90,7 @@ class LagrangianSystem:
             rest = self.map.rest_coordinates()
             contact_jacobian = self.map.jacobian(rest, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
             chol, _ = self.factor(self.mass_matrix(rest))
-            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(chol, contact_jacobian))
+            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
         self.rest_stiffness = self._rest_stiffness()
 
     # -- kinematics ---------------------------------------------------------------------------
@@ -110,23 +110,28 @@ class LagrangianSystem:
         quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
         return State(x, v, jac, mass_matrix, dT_dq, quadratic)
 
-    def _mobile_mass(self, chol, contact_jacobian):
-        """A lower bound of each contact point's effective mass over all directions, 1 / tr(J M^-1 J^T) <=
-        1 / lambda_max, (B, C): the deformation may move a point with little inertia, sideways too."""
+    @staticmethod
+    def _whiten(chol, contact_jacobian):
+        """L^-1 J_i^T for every contact point and axis, (B, n, C, 3) with M = L L^T: both the points'
+        effective masses and the dampers' fastest rate are sums over these."""
         b, c, _, n = contact_jacobian.shape
-        rows = contact_jacobian.reshape(b, c * 3, n)
-        solved = torch.cholesky_solve(rows.transpose(1, 2), chol).transpose(1, 2).reshape(b, c, 3, n)
-        return 1.0 / torch.einsum("bcin,bcin->bc", contact_jacobian, solved).clamp(min=1e-300)
+        rows = contact_jacobian.reshape(b, c * 3, n).transpose(1, 2)
+        return torch.linalg.solve_triangular(chol, rows, upper=False).reshape(b, n, c, 3)
 
     @staticmethod
-    def _fastest_rate(chol, contact_jacobian, coefficients, axes):
+    def _mobile_mass(whitened):
+        """A lower bound of each contact point's effective mass over all directions, 1 / tr(J M^-1 J^T) <=
+        1 / lambda_max, (B, C): the deformation may move a point with little inertia, sideways too."""
+        return 1.0 / (whitened * whitened).sum((1, 3)).clamp(min=1e-300)
+
+    @staticmethod
+    def _fastest_rate(whitened, coefficients, axes):
         """Largest eigenvalue of M^-1 D, D = sum_i c_i J_i^T P J_i over the contact points (P: ``axes``),
-        as that of the symmetric L^-1 D L^-T (M = L L^T), per body."""
-        rows = contact_jacobian[:, :, list(axes)]  # (B, C, a, n)
-        b, c, a, n = rows.shape
-        whitened = torch.linalg.solve_triangular(chol, rows.reshape(b, c * a, n).transpose(1, 2), upper=False)
-        weights = coefficients.repeat_interleave(a, dim=1)[:, None, :]
-        damping = (whitened * weights) @ whitened.transpose(1, 2)
+        as that of the symmetric L^-1 D L^-T, per body."""
+        b, n = whitened.shape[:2]
+        rows = whitened[..., list(axes)].reshape(b, n, -1)
+        weights = coefficients.repeat_interleave(len(axes), dim=1)[:, None, :]
+        damping = (rows * weights) @ rows.transpose(1, 2)
         finite = torch.isfinite(damping).all(-1).all(-1)  # a diverged state: NaN, for the rollout to catch
         rate = torch.linalg.eigvalsh(torch.where(finite[:, None, None], damping, 0.0))[:, -1]
         return torch.where(finite, rate, torch.nan)
@@ -181,11 +186,12 @@ class LagrangianSystem:
         if self.env.ground_height is not None and nc:
             env = self.env
             chol, _ = self.factor(s.mass_matrix)
-            mobile = self._mobile_mass(chol, jc) if self.deforms else None
+            whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
+            mobile = self._mobile_mass(whitened) if self.deforms else None
             spring, resist = ground_forces(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc], self.contact_mass,
                                            env.ground_height, env.contact_stiffness, self.contact_damping,
                                            self.per_body["friction"], env.friction_regularization, self.step, mobile,
-                                           lambda c, axes: self._fastest_rate(chol, jc, c, axes))
+                                           lambda c, axes: self._fastest_rate(whitened, c, axes))
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
         return conservative, loads, dissipative

@@ -12,7 +12,8 @@ Inside is decided by signed ray crossings (``mesh.lattice_inside``).
 
 import numpy as np
 
-from .mesh import MassProperties, is_closed, lattice_inside, loose_parts, mass_properties, signed_volume
+from .mesh import (MassProperties, is_closed, lattice_inside, loose_parts, mass_properties, signed_volume,
+                   tetrahedron_volumes)
 from .surface import sample_surface
 
 POINTS = 512  # surface samples, and about as many interior points; the engine's cost grows mildly with them
@@ -51,8 +52,7 @@ def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: 
     parts = loose_parts(faces, len(vertices))[faces[:, 0]]  # part of each triangle
     if parts.max() >= MAX_SAMPLED_PARTS:  # many pieces (gravel, leaves): sampled as one solid
         parts = np.zeros_like(parts)
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    volumes = np.abs(np.bincount(parts, weights=np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0))
+    volumes = np.abs(np.bincount(parts, weights=tetrahedron_volumes(vertices, faces)))
     if not is_closed(faces) or volumes.sum() <= 0:
         surface = sample_surface(vertices, faces, count, rng).points
         return surface, np.full(len(surface), mass / len(surface)), "surface", np.zeros(len(surface), int)
@@ -69,7 +69,7 @@ def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: 
             points += [grid, surface]
             masses += [np.full(len(grid), mass * share * (1 - SURFACE_SHARE) / len(grid)),
                        np.full(len(surface), mass * share * SURFACE_SHARE / len(surface))]
-        groups.append(np.full(sum(map(len, points)) - sum(map(len, groups)), part))
+        groups.append(np.full(len(surface) + (0 if grid is None else len(grid)), part))
     return np.concatenate(points), np.concatenate(masses), "volume", np.concatenate(groups)
 
 

@@ -173,8 +173,13 @@ def _bbox_diagonal(vertices):
 
 def signed_volume(vertices: np.ndarray, faces: np.ndarray) -> float:
     """Enclosed volume, positive when the triangles face outwards (divergence theorem)."""
+    return float(tetrahedron_volumes(vertices, faces).sum())
+
+
+def tetrahedron_volumes(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Signed volume of the tetrahedron (origin, a, b, c) of each triangle, det(a, b, c) / 6, (F,)."""
     a, b, c = (vertices[faces[:, k]] for k in range(3))
-    return float(np.einsum("fi,fi->", a, np.cross(b, c))) / 6.0
+    return np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0
 
 
 def winding_number(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray, chunk: int = 2_000_000) -> np.ndarray:

@@ -35,7 +35,7 @@ class Trajectory:
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
     substeps: int  # integration steps per frame, at least (see rollout)
-    refined_frames: int = 0  # frames redone with more steps after going non-finite
+    refined_frames: int = 0  # frames redone with more steps after going non-finite or unstable
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
@@ -57,8 +57,8 @@ def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -
 
     The potential's wall rises as |s|^6 within a prior standard deviation, and a direction that moves
     little mass can cross the whole space within a step sized for the springs: a spinning pair of
-    spectacles swung one at 1500 std/s, 2.4 std per step, and the energy blew up (a held-out rollout
-    that stopped as unstable at 0.55 s runs to its end with this bound)."""
+    spectacles swung one at 1500 std/s, 2.4 std per step, and the energy blew up (sextic-well test in
+    tests/core/test_simulate.py)."""
     return max(1, math.ceil(system.map.latent_speed(q_dot) / (fps * MAX_LATENT_DRIFT)))
 
 
