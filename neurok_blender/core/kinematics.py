@@ -22,6 +22,7 @@ class KinematicMap:
     mass_points: torch.Tensor
     masses: torch.Tensor
     rigid_dofs: torch.Tensor
+    orientation: torch.Tensor | None = None  # R_ref (B, 3, 3) of maps whose rotation vector starts from it
 
     @property
     def batch(self) -> int:
@@ -80,6 +81,15 @@ class KinematicMap:
     def recenter(self, q: torch.Tensor, q_dot: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Change of chart between steps (same configuration and velocity, better coordinates)."""
         return q, q_dot
+
+    def chart(self):
+        """What ``recenter`` moves besides q (the reference orientation): a frame redone from its start
+        must start from the chart its q was given in, not from where the failed attempt left it."""
+        return self.orientation
+
+    def restore_chart(self, chart) -> None:
+        """Back to a ``chart()`` taken earlier."""
+        self.orientation = chart
 
     def pose(self, q: torch.Tensor) -> dict[str, torch.Tensor]:
         """The configuration in fixed, chart-free terms for reporting, per body."""

@@ -103,7 +103,9 @@ def rollout(
     record(energy)
     for frame in range(1, frames):
         base = steps = max(substeps, latent_substeps(system, fps, q_dot))
+        chart = system.map.chart()
         while True:
+            system.map.restore_chart(chart)  # an attempt that failed may have recentered on the way
             advanced = advance_frame(system, q, q_dot, (frame - 1) * dt, dt, steps, method)
             if advanced is not None:
                 energy = system.energies(advanced[0], advanced[1])
