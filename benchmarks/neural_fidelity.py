@@ -32,10 +32,11 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import errors_over_time, pick_sequences, replay_conditions
+from training.calibrate import errors_over_time, pick_sequences, replay_conditions, shape_errors_over_time
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
+SHAPE_VARIANTS = ("neural", "rigid only")  # the shape error column: what the deformation adds
 
 
 def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
@@ -92,6 +93,7 @@ def evaluate(weights, corpus: Path, per_category: int) -> list[dict]:
                     continue
                 row[variant] = {"over_time": errors_over_time(positions, sequence).tolist(),
                                 "chamfer_2s": chamfer_at(positions, sequence, 2.0),
+                                "shape_2s": shape_error_at(positions, sequence, 2.0),
                                 "seconds": time.perf_counter() - began}
             rows.append(row)
             print(category, sequence.shape, {v: _at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
@@ -107,6 +109,12 @@ def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
     return float(chamfer_l1(a, b))
 
 
+def shape_error_at(positions: np.ndarray, sequence, t: float) -> float:
+    """``shape_errors_over_time`` at time t."""
+    frame = min(int(round(t * sequence.fps)), len(positions) - 1)
+    return float(shape_errors_over_time(positions[:frame + 1], sequence)[frame])
+
+
 def _at(result: dict, t: float, fps: float):
     if "over_time" not in result:
         return None
@@ -120,8 +128,9 @@ def table(rows: list[dict]) -> str:
         groups[row["category"]].append(row)
     groups["all"] = rows
     header = "| category | sequences | " + " | ".join(
-        f"{v}: {t} s" for v in VARIANTS for t in TIMES) + " | neural Chamfer-L1 at 2 s | failed runs |"
-    lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + 2)]
+        f"{v}: {t} s" for v in VARIANTS for t in TIMES) + " | neural Chamfer-L1 at 2 s | " + " | ".join(
+        f"{v}: shape at 2 s" for v in SHAPE_VARIANTS) + " | failed runs |"
+    lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + len(SHAPE_VARIANTS) + 2)]
     for category, group in groups.items():
         complete = [r for r in group if all("over_time" in r[v] for v in VARIANTS)]  # every variant on the same sequences
         cells = [f"{np.mean([_at(r[v], t, r['fps']) for r in complete]):.4f}" if complete else "-"
@@ -129,7 +138,9 @@ def table(rows: list[dict]) -> str:
         chamfer = [r["neural"]["chamfer_2s"] for r in complete]
         failed = sum("error" in r[v] for r in group for v in VARIANTS)
         chamfer_cell = f"{np.mean(chamfer):.4f}" if chamfer else "-"
-        lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + f" | {chamfer_cell} | {failed} |")
+        shape_cells = [f"{np.mean([r[v]['shape_2s'] for r in complete]):.4f}" if complete else "-" for v in SHAPE_VARIANTS]
+        lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + f" | {chamfer_cell} | "
+                     + " | ".join(shape_cells) + f" | {failed} |")
     return "\n".join(lines)
 
 

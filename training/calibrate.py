@@ -35,7 +35,7 @@ from neurok_blender.core.neurok import CategoryMaterial
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
-from training.examples import collate, make_example
+from training.examples import collate, make_example, rigid_alignment
 from training.reference.scales import material_scales
 from training.train import batch_tensors, load_corpus, usable
 
@@ -87,6 +87,17 @@ def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
 def vertex_error(positions: np.ndarray, sequence) -> float:
     """Mean over frames of ``errors_over_time``."""
     return float(errors_over_time(positions, sequence).mean())
+
+
+def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
+    """Per frame, the mean vertex distance to the reference after the best rigid alignment onto it,
+    over the diagonal: how wrong the shape is, whatever the pose."""
+    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    errors = []
+    for ours, reference in zip(positions.astype(np.float64), sequence.positions[:len(positions)].astype(np.float64)):
+        rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
+        errors.append(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / diagonal)
+    return np.asarray(errors)
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, int]:
