@@ -32,7 +32,7 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import errors_over_time, pick_sequences, replay_conditions, shape_errors_over_time
+from training.calibrate import errors_over_time, pick_sequences, replay_conditions, shape_error
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
@@ -110,9 +110,10 @@ def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
 
 
 def shape_error_at(positions: np.ndarray, sequence, t: float) -> float:
-    """``shape_errors_over_time`` at time t."""
+    """``shape_error`` at time t."""
     frame = min(int(round(t * sequence.fps)), len(positions) - 1)
-    return float(shape_errors_over_time(positions[:frame + 1], sequence)[frame])
+    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    return shape_error(positions[frame], sequence.positions[frame], diagonal)
 
 
 def _at(result: dict, t: float, fps: float):

@@ -94,15 +94,18 @@ def vertex_error(positions: np.ndarray, sequence) -> float:
     return float(errors_over_time(positions, sequence).mean())
 
 
+def shape_error(ours: np.ndarray, reference: np.ndarray, diagonal: float) -> float:
+    """Mean vertex distance to the reference after the best rigid alignment onto it, over the
+    diagonal: how wrong the shape is, whatever the pose."""
+    ours, reference = ours.astype(np.float64), reference.astype(np.float64)
+    rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
+    return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / diagonal)
+
+
 def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
-    """Per frame, the mean vertex distance to the reference after the best rigid alignment onto it,
-    over the diagonal: how wrong the shape is, whatever the pose."""
+    """``shape_error`` per frame."""
     diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    errors = []
-    for ours, reference in zip(positions.astype(np.float64), sequence.positions[:len(positions)].astype(np.float64)):
-        rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
-        errors.append(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / diagonal)
-    return np.asarray(errors)
+    return np.array([shape_error(ours, reference, diagonal) for ours, reference in zip(positions, sequence.positions)])
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, float, int]:

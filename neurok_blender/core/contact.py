@@ -81,14 +81,13 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     step = math.inf if step is None else step
     spring_n = stiffness * share * depth
     dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
-    capped_together = fastest_rate is not None and bool(touching.any())  # in flight nothing acts
-    if capped_together:
+    if fastest_rate is not None:
         dashpot = dashpot * _within_a_step(fastest_rate(dashpot * touching, (2,)), step)
     normal = torch.clamp(stiffness * acting_share * depth - dashpot * v[..., 2] * touching, min=0.0)
     v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
     coulomb = torch.minimum(friction[:, None] * normal / slip, acting_share / step)
-    if capped_together:
+    if fastest_rate is not None:
         coulomb = coulomb * _within_a_step(fastest_rate(coulomb, (0, 1)), step)
     up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
     spring = spring_n[..., None] * up

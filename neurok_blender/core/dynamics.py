@@ -183,8 +183,8 @@ class LagrangianSystem:
         loads = _jt(jl, self.active_loads)
         rayleigh = -self.damping_matrix(s.mass_matrix) @ q_dot[..., None]
         dissipative = _jt(jm, drag) + rayleigh[..., 0]
-        if self.env.ground_height is not None and nc:
-            env = self.env
+        if self.env.ground_height is not None and nc and bool((s.x[:, nm:nm + nc, 2] < self.env.ground_height[:, None]).any()):
+            env = self.env  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
             whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
             mobile = self._mobile_mass(whitened) if self.deforms else None
