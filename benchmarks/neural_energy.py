@@ -1,4 +1,4 @@
-"""Energy drift of conservative neural rollouts: no damping, no forces, no ground, 10 s.
+"""Energy drift of conservative neural rollouts: no damping, no plastic flow, no forces, no ground, 10 s.
 
     .venv/bin/python -m benchmarks.neural_energy CORPUS [--weights W] [--per-category 3] [--seconds 10]
 
@@ -23,8 +23,8 @@ from training.corpus.conditions import conditions_of
 
 
 def drift(neurok: NeuROK, sequence, seconds: float) -> dict:
-    conditions = conditions_of(sequence, category=sequence.category, damping=0.0, drag=0.0, forces=[],
-                               ground_height=None, frames=int(seconds * sequence.fps) + 1)
+    conditions = conditions_of(sequence, category=sequence.category, damping=0.0, plasticity=0.0, drag=0.0,
+                               forces=[], ground_height=None, frames=int(seconds * sequence.fps) + 1)
     began = time.perf_counter()
     try:
         result = neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions)

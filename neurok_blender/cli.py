@@ -38,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--category", choices=list(CATEGORIES), help="the kind of body (default auto)")
     p.add_argument("--stiffness", type=float, help="1 is the category's default material")
     p.add_argument("--damping", type=float, help="1 is the category's default material")
+    p.add_argument("--plasticity", type=float, help="1 is the category's default material, 0 never yields")
     p.add_argument("--mass", type=float, help="total mass, kg")
     p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
     return top
@@ -141,7 +142,7 @@ def apply_settings(obj, scene, args) -> None:
         if args.frames < 2:
             raise ValueError(f"--frames must be at least 2, got {args.frames}")
         s.frame_end = s.frame_start + args.frames - 1
-    for name in ("velocity", "angular_velocity", "category", "stiffness", "damping", "mass"):
+    for name in ("velocity", "angular_velocity", "category", "stiffness", "damping", "plasticity", "mass"):
         if getattr(args, name) is not None:
             setattr(s, name, getattr(args, name))
     if args.gravity is not None:

@@ -103,6 +103,7 @@ class VIEW3D_PT_neurok_material(_Section, bpy.types.Panel):
         sub.active = s.category != "rigid"
         sub.prop(s, "stiffness")
         sub.prop(s, "damping")
+        sub.prop(s, "plasticity")
         col.prop(s, "mass")
         col.prop(s, "friction")
         col.prop(s, "restitution")

@@ -58,6 +58,7 @@ def read_conditions(obj, scene, start: int, end: int, base: np.ndarray, scale: f
         category=settings.category,
         stiffness=settings.stiffness,
         damping=settings.damping,
+        plasticity=settings.plasticity,
         integrator=settings.integrator,
         substeps=settings.substeps or None,
     )

@@ -57,7 +57,9 @@ class Conditions:
     Units are SI: m, s, kg, N, rad/s. ``substeps=None`` picks the step from the stiffest spring.
     ``category`` is a hint for the neural solver ("auto" reads the mesh: open -> cloth, several loose
     parts -> articulated, else elastic); "rigid" keeps the rigid-only coordinates. ``stiffness`` and
-    ``damping`` scale the category's default material (1 = the reference simulator's default).
+    ``damping`` scale the category's default material (1 = the reference simulator's default);
+    ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
+    categories whose references spring back never yield).
     """
 
     frames: int = 48
@@ -75,6 +77,7 @@ class Conditions:
     category: str = "auto"
     stiffness: float = 1.0
     damping: float = 1.0
+    plasticity: float = 1.0
     integrator: str = "rk4"
     substeps: int | None = None
     expansion: str = "quadratic"  # the neural decoder in the dynamics: "quadratic" (fast) or "exact"
@@ -93,6 +96,7 @@ class Conditions:
         _non_negative("drag", self.drag)
         _positive("stiffness", self.stiffness)
         _non_negative("damping", self.damping)
+        _non_negative("plasticity", self.plasticity)
         if not (0.0 <= self.restitution <= 1.0):
             raise ValueError(f"restitution must lie in [0, 1], got {self.restitution}")
         if self.category not in CATEGORIES:

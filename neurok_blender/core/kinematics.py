@@ -82,14 +82,20 @@ class KinematicMap:
         """Change of chart between steps (same configuration and velocity, better coordinates)."""
         return q, q_dot
 
-    def chart(self):
-        """What ``recenter`` moves besides q (the reference orientation): a frame redone from its start
-        must start from the chart its q was given in, not from where the failed attempt left it."""
+    def flow(self, q: torch.Tensor) -> torch.Tensor:
+        """Irreversible change between steps (plastic flow of the rest shape) at q; returns the
+        potential energy it dissipated per body (B,), zero for a map without it."""
+        return torch.zeros(self.batch, dtype=self.dtype)
+
+    def snapshot(self):
+        """What the map carries besides q (the reference orientation that ``recenter`` moves; a
+        learned map adds its plastic rest shape): a frame redone from its start must start from the
+        map as its q was given, not from where the failed attempt left it."""
         return self.orientation
 
-    def restore_chart(self, chart) -> None:
-        """Back to a ``chart()`` taken earlier."""
-        self.orientation = chart
+    def restore(self, snapshot) -> None:
+        """Back to a ``snapshot()`` taken earlier."""
+        self.orientation = snapshot
 
     def pose(self, q: torch.Tensor) -> dict[str, torch.Tensor]:
         """The configuration in fixed, chart-free terms for reporting, per body."""

@@ -30,9 +30,21 @@ within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is 
 Without it a spinning body could soften along a curved latent direction (the centrifugal term
 sum m r . d2y/ds2 beats the spring) and run off (measured: s reached 13 and the rollout went
 non-finite at 0.15 s, a 3.6 rad/s spin).
+
+Plasticity: the springs pull towards a plastic rest shape y(s_p), s_p = 0 at the start,
+
+    V(s) = 1/2 omega^2 ( sum_i m_i |y_i(s) - y_i(s_p)|^2  +  wall(s) ),
+
+and s_p flows after every step where the elastic strain e = |y(s) - y(s_p)|_m / |xbar - c|_m (mass-
+weighted RMS of the springs' stretch over the body's radius of gyration) passes the yield strain
+e_y: s_p <- s - (e_y / e)(s - s_p), the return of a Prandtl element (a spring in series with a
+friction slider) to its yield surface. The energy the springs lose that way is dissipated, so the
+energy balance still closes. A body that never yields (e_y = infinity) is the elastic one above.
+The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
 """
 
 import copy
+import math
 
 import numpy as np
 import torch
@@ -48,6 +60,7 @@ from .skinning import deform, skinning
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
+RETURN_ITERATIONS = 3  # of the plastic return to the yield surface (flow)
 
 
 def wall_radius(reduced_size: int) -> float:
@@ -97,7 +110,7 @@ class NeuralBodyMap(KinematicMap):
     """One body (B = 1) on the learned coordinates of ``model`` for ``shape``."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
-                 frequency: float, dtype=torch.float64, expansion: str = "quadratic"):
+                 frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float = math.inf):
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
@@ -125,6 +138,9 @@ class NeuralBodyMap(KinematicMap):
         moved = jacobian[..., 6:]
         self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
         self.wall_radius = wall_radius(k)
+        self.yield_strain = yield_strain
+        self.gyration = torch.sqrt(torch.einsum("p,pk,pk->", m, arms, arms) / m.sum())  # |xbar - c|_m
+        self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
     def rest_coordinates(self):
         return torch.cat([self.center, torch.zeros(3 + self.reduced_size, dtype=self.dtype)])[None]
@@ -231,10 +247,19 @@ class NeuralBodyMap(KinematicMap):
         return posed_derivatives(self.orientation, q, q_dot, self.deformed(s, points) - self.center, r_s,
                                  torch.einsum("bpik,bk->bpi", r_s, s_dot), r_ss_dot)
 
+    def set_plastic_rest(self, s_p):
+        """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
+        self.plastic_rest = s_p
+        self.plastic_shape = self.deformed(s_p, self.mass_points)
+
+    def stretch(self, s):
+        """y(s) - y(s_p) at the mass points (B, P, 3): how far the springs are stretched."""
+        return self.deformed(s, self.mass_points) - self.plastic_shape
+
     def potential(self, q):
-        """V = 1/2 omega^2 (sum m |y(s) - xbar|^2 + mu S^2 (|s| / S)^6) per body (module docstring)."""
+        """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring)."""
         s = q[:, 6:]
-        u = self.deformed(s, self.mass_points) - self.mass_points
+        u = self.stretch(s)
         spring = (self.masses[..., None] * u * u).sum((1, 2))
         radius = self.wall_radius
         wall = self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
@@ -242,17 +267,48 @@ class NeuralBodyMap(KinematicMap):
 
     def potential_gradient(self, q):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
-        u = Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network (exact) goes by autograd."""
+        u = y(s) - y(s_p), y(s) = xbar + Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network
+        (exact) goes by autograd."""
         field = self._skin(self.mass_points)[3]
         if field is None:
             return None
         first, second = field
         s = q[:, 6:]
-        u = self.deformed(s, self.mass_points) - self.mass_points
+        u = self.stretch(s)
         r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)
+
+    def strain(self, s):
+        """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of gyration."""
+        u = self.stretch(s)
+        return torch.sqrt((self.masses[..., None] * u * u).sum((1, 2)) / self.masses.sum(1)) / self.gyration
+
+    def flow(self, q):
+        """Plastic return: s_p <- s - k (s - s_p) where e > e_y, with k = e_y / e for a linear map and
+        refined by RETURN_ITERATIONS fixed-point steps k <- k e_y / e(k) for the curved one (the first
+        guess lands 2 % off at e = 7 e_y); the spring energy it releases."""
+        if math.isinf(self.yield_strain):
+            return super().flow(q)
+        s = q[:, 6:]
+        strain = self.strain(s)
+        if not bool((strain > self.yield_strain).any()):
+            return torch.zeros_like(strain)
+        before = self.potential(q)
+        start, kept = self.plastic_rest, torch.ones_like(strain)
+        for _ in range(RETURN_ITERATIONS):
+            kept = torch.clamp(kept * self.yield_strain / strain, max=1.0)
+            self.set_plastic_rest(s - kept[:, None] * (s - start))
+            strain = self.strain(s)
+        return before - self.potential(q)
+
+    def snapshot(self):
+        return self.orientation, self.plastic_rest
+
+    def restore(self, snapshot):
+        self.orientation = snapshot[0]
+        self.set_plastic_rest(snapshot[1])
 
     def recenter(self, q, q_dot):
         """As the rigid map: R_ref <- R_ref exp(theta), theta <- 0, theta_dot <- body angular velocity."""
@@ -262,7 +318,8 @@ class NeuralBodyMap(KinematicMap):
         return (torch.cat([q[:, :3], zeros, q[:, 6:]], 1), torch.cat([q_dot[:, :3], omega, q_dot[:, 6:]], 1))
 
     def pose(self, q):
-        return {"translation": q[:, :3], "rotation": self.orientation @ exp_so3(q[:, 3:6]), "reduced": q[:, 6:]}
+        return {"translation": q[:, :3], "rotation": self.orientation @ exp_so3(q[:, 3:6]), "reduced": q[:, 6:],
+                "plastic_rest": self.plastic_rest}
 
     def chart_speed(self, q_dot):
         return float(q_dot[:, 3:6].norm(dim=1).max())

@@ -8,8 +8,9 @@ Per mesh: encode it once (prior mean and shape tokens), find its active subspace
 coordinates, ``reduction.py``), put its mass at material points (``mass_points.py``) and integrate
 the Euler-Lagrange equation of q = (p, theta, s) (``neural.py``, ``dynamics.py``). Each category
 has a default material measured against its reference simulator (``training/calibrate.py``) and
-stored with the weights: the deformation's frequency and its damping rate; Conditions.stiffness
-scales the potential (frequency by its square root) and Conditions.damping the damping rate.
+stored with the weights: the deformation's frequency, its damping rate and, for bodies that flow, the
+strain at which they yield; Conditions.stiffness scales the potential (frequency by its square root),
+Conditions.damping the damping rate and Conditions.plasticity divides the yield strain.
 """
 
 import dataclasses
@@ -43,6 +44,7 @@ class CategoryMaterial:
 
     frequency: float  # Hz: small deformations oscillate at this frequency
     damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates
+    yield_strain: float | None = None  # the rest shape flows past this strain (neural.py); None: never
 
 
 def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
@@ -94,11 +96,16 @@ class NeuROK:
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
+        yield_strain = math.inf
+        if material.yield_strain is not None and conditions.plasticity > 0:
+            yield_strain = material.yield_strain / conditions.plasticity
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
-                "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping}
+                "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping,
+                "yield_strain": yield_strain}
         if subspace.size == 0:
             return None, info
-        return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion), info
+        return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
+                             yield_strain), info
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:

@@ -103,9 +103,9 @@ def rollout(
     record(energy)
     for frame in range(1, frames):
         base = steps = max(substeps, latent_substeps(system, fps, q_dot))
-        chart = system.map.chart()
+        snapshot = system.map.snapshot()
         while True:
-            system.map.restore_chart(chart)  # an attempt that failed may have recentered on the way
+            system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
             advanced = advance_frame(system, q, q_dot, (frame - 1) * dt, dt, steps, method)
             if advanced is not None:
                 energy = system.energies(advanced[0], advanced[1])
@@ -161,9 +161,10 @@ def _energy_floor(system: LagrangianSystem):
 
 
 def advance_frame(system: LagrangianSystem, q, q_dot, start: float, dt: float, steps: int, method: str):
-    """One frame in ``steps`` equal steps, recentering the chart as it goes: (q, q_dot, work,
-    dissipated), or None if the state went non-finite (the caller redoes the frame with more steps:
-    a stiff moment, a hard impact or the wall, needs them where the rest of the run does not)."""
+    """One frame in ``steps`` equal steps, recentering the chart as it goes and letting the map flow
+    after each step (its plastic return, booked as dissipated): (q, q_dot, work, dissipated), or None
+    if the state went non-finite (the caller redoes the frame with more steps: a stiff moment, a hard
+    impact or the wall, needs them where the rest of the run does not)."""
     h = dt / steps
     work = dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
     drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
@@ -171,9 +172,9 @@ def advance_frame(system: LagrangianSystem, q, q_dot, start: float, dt: float, s
         t0 = start + sub * h
         system.set_interval(t0, t0 + h)
         q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
-        work, dissipated = work + dw, dissipated + dd
         if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
             return None
+        work, dissipated = work + dw, dissipated + dd + system.map.flow(q)
         drift += system.map.chart_speed(q_dot) * h
         if drift > MAX_CHART_DRIFT or sub == steps - 1:
             q, q_dot = system.map.recenter(q, q_dot)

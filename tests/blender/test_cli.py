@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 import bpy
+import numpy as np
 import pytest
 
 from neurok_blender import cli
+from neurok_blender.scene_io import read_conditions
 from conftest import add_box
 
 ROOT = Path(__file__).parents[2]
@@ -43,11 +45,15 @@ def test_a_blend_keeps_its_settings_and_the_command_line_overrides_some(tmp_path
     source = tmp_path / "scene.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     out = tmp_path / "baked.blend"
-    assert cli.main(["simulate", str(source), "--out", str(out), "--object", "Box", "--frames", "5"]) == 0
+    assert cli.main(["simulate", str(source), "--out", str(out), "--object", "Box", "--frames", "5",
+                     "--plasticity", "0.5"]) == 0
     bpy.ops.wm.open_mainfile(filepath=str(out))
     baked = bpy.data.objects["Box"]
     assert baked.neurok.mass == 3.0 and baked.neurok.is_baked
     assert len(baked.data.shape_keys.key_blocks) == 1 + 5
+    vertices = np.array([v.co for v in baked.data.vertices])
+    conditions = read_conditions(baked, bpy.context.scene, 1, 5, vertices, 1.0, len(vertices))
+    assert baked.neurok.plasticity == 0.5 and conditions.plasticity == 0.5  # the override reaches the solver
 
 
 def test_a_folder_runs_as_a_batch_and_one_bad_file_never_stops_it(tmp_path, capsys):

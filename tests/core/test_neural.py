@@ -123,3 +123,44 @@ def test_the_closed_form_potential_gradient_is_the_potential_s():
     closed = kmap.potential_gradient(q)
     assert autograd[:, 6:].abs().max() > 0
     torch.testing.assert_close(closed, autograd)
+
+
+def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_closes():
+    """A Prandtl element per body: springs in series with a slider. A wobble strained past e_y leaves
+    the body in a new rest shape, the springs never hold more than the yield energy, and the energy the
+    slider took is booked as dissipated."""
+    kmap, _ = make_body("quadratic")
+    q0 = kmap.rest_coordinates()
+    q_dot0 = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -1.0, 1.5]], dtype=torch.float64)
+    system = LagrangianSystem(kmap, Environment(gravity=torch.zeros(3, dtype=torch.float64)))
+    elastic = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=8)
+    peak = max(float(kmap.strain(torch.as_tensor(s))) for s in elastic.coordinates[:, :, 6:])
+    assert np.abs(elastic.pose["plastic_rest"]).max() == 0.0 and elastic.energy["dissipated"][-1, 0] == 0.0
+
+    kmap.yield_strain = 0.3 * peak
+    plastic = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=8)
+    rest = plastic.pose["plastic_rest"][-1]
+    assert np.abs(rest).max() > 0.1 * np.abs(elastic.coordinates[:, 0, 6:]).max()  # it kept a new shape
+    mass, gyration = float(kmap.masses.sum()), float(kmap.gyration)
+    yield_energy = 0.5 * kmap.omega2 * mass * (kmap.yield_strain * gyration) ** 2
+    # the springs hold at most the yield energy (plus the wall, tiny this far inside it)
+    assert plastic.energy["potential"][:, 0].max() < 1.1 * yield_energy < 0.5 * elastic.energy["potential"][:, 0].max()
+    dissipated = plastic.energy["dissipated"][-1, 0]
+    assert dissipated > 0.1 * elastic.energy["kinetic"][0, 0]
+    # the books close up to rk4's error, as for the elastic wobble (measured below 1e-4 of the total)
+    assert np.abs(plastic.energy["balance"][:, 0]).max() < 1e-4 * plastic.energy["total"][0, 0]
+    kmap.set_plastic_rest(torch.zeros_like(kmap.plastic_rest))
+    kmap.yield_strain = float("inf")
+
+
+def test_a_redone_frame_starts_from_the_plastic_rest_it_was_given():
+    kmap, _ = make_body("quadratic")
+    kmap.yield_strain = 1e-3
+    snapshot = kmap.snapshot()
+    q = kmap.rest_coordinates() + torch.tensor([[0.0] * 6 + [0.8, -0.6, 0.5]], dtype=torch.float64)
+    released = kmap.flow(q)
+    assert released > 0
+    torch.testing.assert_close(kmap.strain(q[:, 6:]), torch.tensor([1e-3], dtype=torch.float64), rtol=1e-5, atol=0)  # on the yield surface
+    kmap.restore(snapshot)
+    assert kmap.plastic_rest.abs().max() == 0.0
+    torch.testing.assert_close(kmap.stretch(torch.zeros_like(q[:, 6:])), torch.zeros_like(kmap.mass_points))

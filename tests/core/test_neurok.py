@@ -13,6 +13,7 @@ from neurok_blender.core.neurok import NeuROK, resolve_category
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
                    encoder_points=128, queries=32)
 MATERIALS = {c: {"frequency": 2.0, "damping": 0.5} for c in ("elastic", "cloth", "continuum", "articulated")}
+MATERIALS["continuum"]["yield_strain"] = 1e-3
 BOX = box_mesh((0.4, 0.3, 0.2), corner=(-0.2, -0.15, 1.0))
 
 
@@ -77,6 +78,28 @@ def test_a_push_bends_the_body_and_damping_takes_the_energy(neurok):
                                atol=1e-3 * work)
 
 
+def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
+    v, f = BOX
+    top, bottom = np.flatnonzero(v[:, 2] > 1.1).tolist(), np.flatnonzero(v[:, 2] < 1.1).tolist()
+    squeeze = [Force((0.0, 0.0, -0.5), vertices=top, start_frame=0, end_frame=3),
+               Force((0.0, 0.0, 0.5), vertices=bottom, start_frame=0, end_frame=3)]  # no net force or torque
+    common = dict(frames=25, gravity=(0.0, 0.0, 0.0), damping=20.0, category="continuum", forces=squeeze)
+    plastic = neurok.simulate(v, f, Conditions(**common))
+    elastic = neurok.simulate(v, f, Conditions(**common, plasticity=0.0))
+    assert plastic.info["yield_strain"] == 1e-3 and elastic.info["yield_strain"] == float("inf")
+    dent = plastic.pose["reduced"][-1]
+    assert np.abs(plastic.pose["reduced"]).max() > 1e-3  # the push deformed it
+    # damped out, the plastic body rests in its new shape (up to the wall's pull towards s = 0, here
+    # 6 %: the dent sits at 0.35 of the wall's radius), the elastic one back in its old one
+    np.testing.assert_allclose(dent, plastic.pose["plastic_rest"][-1], atol=0.1 * np.abs(dent).max())
+    assert np.abs(elastic.pose["reduced"][-1]).max() < 0.05 * np.abs(dent).max()  # measured 0.014
+    assert np.abs(elastic.pose["plastic_rest"]).max() == 0.0
+    for result in (plastic, elastic):  # the work of the push is kept, dissipated, or (plastic) spent on the dent
+        work = result.energy["load_work"][-1]
+        np.testing.assert_allclose(result.energy["total"][-1] - result.energy["total"][0],
+                                   work - result.energy["dissipated"][-1], atol=1e-3 * work)
+
+
 def test_pull_and_release_starts_bent_and_at_rest(neurok):
     v, f = BOX
     handle = [int(np.argmax(v[:, 0] + v[:, 2]))]
@@ -97,6 +120,7 @@ def test_rigid_keeps_the_shape_and_bad_input_is_refused(neurok):
     np.testing.assert_allclose(distances, np.linalg.norm(v - v.mean(0), axis=1), atol=1e-5)
     for conditions, message in ((Conditions(category="foam"), "unknown category"),
                                 (Conditions(mass=-1.0), "mass"), (Conditions(stiffness=0.0), "stiffness"),
+                                (Conditions(plasticity=-1.0), "plasticity"),
                                 (Conditions(expansion="cubic"), "expansion")):
         with pytest.raises(ValueError, match=message):
             neurok.simulate(v, f, conditions)

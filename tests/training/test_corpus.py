@@ -106,5 +106,7 @@ def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(
     defaults = {"elastic": ElasticMaterial(), "cloth": ClothMaterial(), "continuum": ContinuumMaterial(),
                 "articulated": ArticulatedMaterial()}
     for category, material in defaults.items():
-        assert material_scales(category, asdict(material)) == (1.0, 1.0)
-    assert material_scales("elastic", {**asdict(ElasticMaterial()), "young": 2e5}) == (4.0, 1.0)
+        assert material_scales(category, asdict(material)) == {"stiffness": 1.0, "damping": 1.0, "plasticity": 1.0}
+    assert material_scales("elastic", {**asdict(ElasticMaterial()), "young": 2e5})["stiffness"] == 4.0
+    jelly = {**asdict(ContinuumMaterial()), "model": "jelly"}
+    assert material_scales("continuum", jelly)["plasticity"] == 0.0  # springs back, as the reference does

@@ -1,11 +1,13 @@
-"""A reference material in the neural solver's terms: Conditions.stiffness and Conditions.damping.
+"""A reference material in the neural solver's terms: Conditions.stiffness, damping and plasticity.
 
-stiffness = 1 and damping = 1 mean the category's default material (ElasticMaterial(), ...); other
-materials scale them by the parameter that sets the deformation's frequency squared and its damping:
+stiffness = damping = plasticity = 1 mean the category's default material (ElasticMaterial(), ...);
+other materials scale them by the parameter that sets the deformation's frequency squared and its
+damping, and a continuum body's model says whether it flows:
 
     elastic      stiffness = E / E_default                      damping = flex damping / default
     cloth        stiffness = (tension / vertex mass) / default   damping = air damping / default
     continuum    stiffness = E / E_default                      damping = 1 (MPM has no viscosity)
+                 plasticity = 0 for jelly (elastic), 1 for snow (the default), plasticine and sand
     articulated  stiffness = 1 (joints have no spring here)      damping = joint damping / default
 """
 
@@ -15,17 +17,22 @@ from .continuum import ContinuumMaterial
 from .elastic import ElasticMaterial
 
 
-def material_scales(category: str, material: dict) -> tuple[float, float]:
-    """(stiffness, damping) of a reference material given as its fields (a corpus sequence's record)."""
+def material_scales(category: str, material: dict) -> dict[str, float]:
+    """Conditions' stiffness, damping and plasticity for a reference material given as its fields (a
+    corpus sequence's record)."""
     if category == "elastic":
         default = ElasticMaterial()
-        return material["young"] / default.young, material["damping"] / default.damping
+        return _scales(material["young"] / default.young, material["damping"] / default.damping)
     if category == "cloth":
         default = ClothMaterial()
         per_mass = material["tension"] / material["vertex_mass"]
-        return per_mass / (default.tension / default.vertex_mass), material["air_damping"] / default.air_damping
+        return _scales(per_mass / (default.tension / default.vertex_mass), material["air_damping"] / default.air_damping)
     if category == "continuum":
-        return material["young"] / ContinuumMaterial().young, 1.0
+        return _scales(material["young"] / ContinuumMaterial().young, 1.0, 0.0 if material["model"] == "jelly" else 1.0)
     if category == "articulated":
-        return 1.0, material["joint_damping"] / ArticulatedMaterial().joint_damping
+        return _scales(1.0, material["joint_damping"] / ArticulatedMaterial().joint_damping)
     raise ValueError(f"unknown category {category!r}")
+
+
+def _scales(stiffness: float, damping: float, plasticity: float = 1.0) -> dict[str, float]:
+    return {"stiffness": stiffness, "damping": damping, "plasticity": plasticity}
