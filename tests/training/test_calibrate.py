@@ -1,10 +1,14 @@
-"""The calibration's objective: the shape error sees the deformation, not where the body went."""
+"""The calibration: its objective (the shape error sees the deformation, not where the body went) and its store."""
 
 from types import SimpleNamespace
 
 import numpy as np
+import torch
 
-from training.calibrate import shape_errors_over_time
+from neurok_blender.core.checkpoint import read_checkpoint, save_checkpoint
+from neurok_blender.core.model import ModelConfig, NeuROKModel
+from neurok_blender.core.neurok import NeuROK
+from training.calibrate import shape_errors_over_time, store
 
 
 def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
@@ -21,3 +25,17 @@ def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
     np.testing.assert_allclose(errors[:2], 0.0, atol=1e-12)
     # the best rigid fit of a copy stretched about its centroid is the copy itself: 2 % of each arm is left
     np.testing.assert_allclose(errors[2], 0.02 * np.linalg.norm(moved - center, axis=1).mean() / diagonal, rtol=1e-9)
+
+
+def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
+    tiny = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
+                       encoder_points=128, queries=32)
+    torch.manual_seed(0)
+    path = tmp_path / "neurok.pt"
+    before = {c: {"frequency": 2.0, "damping": 0.5} for c in ("elastic", "cloth", "continuum", "articulated")}
+    save_checkpoint(path, NeuROKModel(tiny), {"steps": 7}, materials=before)
+    store(path, {"continuum": {"frequency": 32.0, "damping": 0.5, "yield_strain": 0.02}})
+    materials = NeuROK.load(path, device="cpu").materials
+    assert materials["continuum"].frequency == 32.0 and materials["continuum"].yield_strain == 0.02
+    assert materials["elastic"].frequency == 2.0 and materials["elastic"].yield_strain is None
+    assert read_checkpoint(path)["about"] == {"steps": 7}
