@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.neural_fidelity CORPUS [--weights W] [--per-category 6]
 
 Each held-out sequence (a shape never trained on, its reference simulator's run) is replayed with
-the same rest mesh, conditions and material (as stiffness and damping scales) by:
+the same rest mesh, conditions and material (as stiffness, damping and plasticity scales) by:
 - neural: the learned coordinates with the Euler-Lagrange equation (the product's default);
 - rigid only: the same engine without deformation coordinates;
 - initial conditions only: the neural solver as in the paper's setting, without the pushes and

@@ -103,7 +103,9 @@ class VIEW3D_PT_neurok_material(_Section, bpy.types.Panel):
         sub.active = s.category != "rigid"
         sub.prop(s, "stiffness")
         sub.prop(s, "damping")
-        sub.prop(s, "plasticity")
+        plastic = col.column()
+        plastic.active = s.category == "continuum"  # the one category the shipped weights let yield
+        plastic.prop(s, "plasticity")
         col.prop(s, "mass")
         col.prop(s, "friction")
         col.prop(s, "restitution")

@@ -2,12 +2,13 @@
 
     python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--categories continuum ...]
 
-The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - xbar|^2 and a Rayleigh
-damping rate (``neurok_blender/core/neural.py``); their values at stiffness = damping = 1 are what
-this script measures. For each category it replays training sequences (their shapes, conditions and
-materials, the latter as stiffness and damping scales, ``training/reference/scales.py``) with the
-neural solver over a grid of frequencies, then of damping rates at the best frequency, and keeps the
-pair with the least mean shape error over the frames: the vertex error left after the best rigid
+The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
+damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
+their values at stiffness = damping = plasticity = 1 are what this script measures. For each category
+it replays training sequences (their shapes, conditions and materials, the latter as stiffness,
+damping and plasticity scales, ``training/reference/scales.py``) with the neural solver over a grid
+of frequencies, then of damping rates at the best frequency, and keeps the pair with the least mean
+shape error over the frames: the vertex error left after the best rigid
 alignment of each frame onto the reference's, relative to the bounding-box diagonal (a rollout that
 goes non-finite counts as an error of the whole diagonal). The material decides how the body
 deforms, not where it goes: after a bounce the trajectory is chaotic (the error at 2 s moved by 2x
@@ -17,8 +18,8 @@ of the diagonal at 2 s against 0.12 % for the rigid solver's undeformed shape).
 Categories whose reference simulator has plastic materials (continuum: MPM snow, plasticine, sand)
 then get a yield strain, chosen from a grid at that frequency and damping by the mean vertex error:
 the yield decides how much of an impact's energy the body gives back, so where it goes after the
-impact, and hardly changes its shape (measured on 8 continuum training sequences at 32 Hz: the mean
-shape error stayed within 0.1924-0.1940 of the diagonal over yields 0.005-0.05 and none).
+impact, and hardly changes its shape (measured on 8 continuum training sequences at 32 Hz and 32 /s:
+the mean shape error stayed within 0.1712-0.1725 of the diagonal over yields 0.005-0.05 and none).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -26,7 +27,8 @@ mean of each example projected on its shape's active subspace, |s| = |A (mu - mu
 keeps s within the prior's typical set (its wall, ``neural.py``), where the quadratic expansion of
 the decoder holds; a model whose deformations reach much further has a prior matched too loosely.
 The materials go into WEIGHTS (key "materials", rewritten atomically), everything into
-benchmarks/results/calibration.{json,md}.
+benchmarks/results/calibration.{json,md}; with ``--categories`` the other categories keep their
+materials and their part of the previous report.
 """
 
 import argparse
@@ -206,7 +208,7 @@ def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | mean shape error / diagonal "
              "| mean vertex error / diagonal | non-finite | sequences x frames |",
              "|---|---|---|---|---|---|---|---|"]
-    for category in DEFORMABLE:
+    for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
         lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r['shape_error']:.4f} "

@@ -46,6 +46,15 @@ class CategoryMaterial:
     damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates
     yield_strain: float | None = None  # the rest shape flows past this strain (neural.py); None: never
 
+    def __post_init__(self):
+        """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
+        if not (math.isfinite(self.frequency) and self.frequency > 0):
+            raise ValueError(f"frequency must be positive, got {self.frequency!r}")
+        if not (math.isfinite(self.damping) and self.damping >= 0):
+            raise ValueError(f"damping must be non-negative, got {self.damping!r}")
+        if self.yield_strain is not None and not (math.isfinite(self.yield_strain) and self.yield_strain > 0):
+            raise ValueError(f"yield_strain must be positive or None, got {self.yield_strain!r}")
+
 
 def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
     """"auto" reads the mesh: an open surface is cloth, several loose pieces an articulated object,
@@ -76,7 +85,10 @@ class NeuROK:
         path = Path(path) if path is not None else WEIGHTS
         resolve_device(device)
         payload = read_checkpoint(path)
-        materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}
+        try:
+            materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{path}: its calibrated materials cannot be read ({error})") from error
         return cls(load_model(path, "cpu"), materials, str(path))
 
     def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions, category: str):
@@ -96,7 +108,7 @@ class NeuROK:
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
-        yield_strain = math.inf
+        yield_strain = None  # never yields
         if material.yield_strain is not None and conditions.plasticity > 0:
             yield_strain = material.yield_strain / conditions.plasticity
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
@@ -105,7 +117,7 @@ class NeuROK:
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
-                             yield_strain), info
+                             math.inf if yield_strain is None else yield_strain), info
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:

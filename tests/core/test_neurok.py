@@ -39,6 +39,10 @@ def test_loading_names_the_file_when_it_is_missing_or_uncalibrated(tmp_path):
     save_checkpoint(tmp_path / "raw.pt", NeuROKModel(TINY))
     with pytest.raises(ValueError, match="raw.pt.*calibrate"):
         NeuROK.load(tmp_path / "raw.pt")
+    broken = {**MATERIALS, "continuum": {"frequency": 2.0, "damping": 0.5, "yield_strain": 0.0}}
+    save_checkpoint(tmp_path / "broken.pt", NeuROKModel(TINY), materials=broken)
+    with pytest.raises(ValueError, match="broken.pt.*yield_strain"):  # a zero yield would divide by zero
+        NeuROK.load(tmp_path / "broken.pt")
 
 
 def test_auto_reads_the_mesh():
@@ -86,7 +90,7 @@ def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
     common = dict(frames=25, gravity=(0.0, 0.0, 0.0), damping=20.0, category="continuum", forces=squeeze)
     plastic = neurok.simulate(v, f, Conditions(**common))
     elastic = neurok.simulate(v, f, Conditions(**common, plasticity=0.0))
-    assert plastic.info["yield_strain"] == 1e-3 and elastic.info["yield_strain"] == float("inf")
+    assert plastic.info["yield_strain"] == 1e-3 and elastic.info["yield_strain"] is None
     dent = plastic.pose["reduced"][-1]
     assert np.abs(plastic.pose["reduced"]).max() > 1e-3  # the push deformed it
     # damped out, the plastic body rests in its new shape (up to the wall's pull towards s = 0, here
