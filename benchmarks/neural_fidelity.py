@@ -32,7 +32,7 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import errors_over_time, pick_sequences, replay_conditions, shape_error
+from training.calibrate import diagonal, errors_over_time, pick_sequences, replay_conditions, shape_error
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
@@ -103,17 +103,16 @@ def evaluate(weights, corpus: Path, per_category: int) -> list[dict]:
 def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
     """Chamfer-L1 between solver and reference vertices at time t, in units of the diagonal."""
     frame = min(int(round(t * sequence.fps)), len(positions) - 1)
-    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    a = torch.as_tensor(positions[frame], dtype=torch.float64) / diagonal
-    b = torch.as_tensor(sequence.positions[frame], dtype=torch.float64) / diagonal
+    size = diagonal(sequence)
+    a = torch.as_tensor(positions[frame], dtype=torch.float64) / size
+    b = torch.as_tensor(sequence.positions[frame], dtype=torch.float64) / size
     return float(chamfer_l1(a, b))
 
 
 def shape_error_at(positions: np.ndarray, sequence, t: float) -> float:
     """``shape_error`` at time t."""
     frame = min(int(round(t * sequence.fps)), len(positions) - 1)
-    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    return shape_error(positions[frame], sequence.positions[frame], diagonal)
+    return shape_error(positions[frame], sequence.positions[frame], diagonal(sequence))
 
 
 def _at(result: dict, t: float, fps: float):

@@ -90,11 +90,15 @@ def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarr
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
 
 
+def diagonal(sequence) -> float:
+    """The bounding-box diagonal of the sequence's rest mesh: the unit of every error here."""
+    return float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+
+
 def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
     """Mean distance of the vertices to the reference per frame, over the bounding-box diagonal."""
     reference = sequence.positions[:len(positions)].astype(np.float64)
-    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal
+    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal(sequence)
 
 
 def vertex_error(positions: np.ndarray, sequence) -> float:
@@ -102,18 +106,18 @@ def vertex_error(positions: np.ndarray, sequence) -> float:
     return float(errors_over_time(positions, sequence).mean())
 
 
-def shape_error(ours: np.ndarray, reference: np.ndarray, diagonal: float) -> float:
-    """Mean vertex distance to the reference after the best rigid alignment onto it, over the
-    diagonal: how wrong the shape is, whatever the pose."""
+def shape_error(ours: np.ndarray, reference: np.ndarray, size: float) -> float:
+    """Mean vertex distance to the reference after the best rigid alignment onto it, over ``size``
+    (the diagonal): how wrong the shape is, whatever the pose."""
     ours, reference = ours.astype(np.float64), reference.astype(np.float64)
     rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
-    return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / diagonal)
+    return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / size)
 
 
 def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
     """``shape_error`` per frame."""
-    diagonal = float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
-    return np.array([shape_error(ours, reference, diagonal) for ours, reference in zip(positions, sequence.positions)])
+    size = diagonal(sequence)
+    return np.array([shape_error(ours, reference, size) for ours, reference in zip(positions, sequence.positions)])
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, float, int]:

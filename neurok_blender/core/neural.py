@@ -39,12 +39,11 @@ and s_p flows after every step where the elastic strain e = |y(s) - y(s_p)|_m / 
 weighted RMS of the springs' stretch over the body's radius of gyration) passes the yield strain
 e_y: s_p <- s - (e_y / e)(s - s_p), the return of a Prandtl element (a spring in series with a
 friction slider) to its yield surface. The energy the springs lose that way is dissipated, so the
-energy balance still closes. A body that never yields (e_y = infinity) is the elastic one above.
+energy balance still closes. A body that never yields (e_y None) is the elastic one above.
 The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
 """
 
 import copy
-import math
 
 import numpy as np
 import torch
@@ -110,7 +109,7 @@ class NeuralBodyMap(KinematicMap):
     """One body (B = 1) on the learned coordinates of ``model`` for ``shape``."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
-                 frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float = math.inf):
+                 frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None):
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
@@ -290,7 +289,7 @@ class NeuralBodyMap(KinematicMap):
         refined by RETURN_ITERATIONS fixed-point steps k <- k e_y / e(k) for the curved one (the first
         guess lands 2 % off at e = 7 e_y). The springs hold 1/2 omega^2 M |xbar - c|_m^2 e^2 and the
         wall does not move, so the energy released is that of e_before^2 - e_after^2."""
-        if math.isinf(self.yield_strain):
+        if self.yield_strain is None:  # never yields
             return super().flow(q)
         s = q[:, 6:]
         strain = first = self.strain(s)

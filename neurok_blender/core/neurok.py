@@ -117,7 +117,7 @@ class NeuROK:
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
-                             math.inf if yield_strain is None else yield_strain), info
+                             yield_strain), info
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
