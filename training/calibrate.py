@@ -48,7 +48,7 @@ from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
 from training.examples import collate, make_example, rigid_alignment
-from training.reference.scales import material_scales
+from training.reference.scales import material_conditions
 from training.train import batch_tensors, load_corpus, usable
 
 FREQUENCIES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # Hz; up to about 50 Hz costs no extra steps (contact sets them)
@@ -78,9 +78,9 @@ def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7)
 
 def replay_conditions(sequence, **changes):
     """The sequence's conditions for the neural solver: its category, its material as stiffness, damping
-    and plasticity scales, then ``changes``."""
+    and plasticity scales and the ground friction it had, then ``changes``."""
     return conditions_of(sequence, **{"category": sequence.category,
-                                      **material_scales(sequence.category, sequence.material), **changes})
+                                      **material_conditions(sequence.category, sequence.material), **changes})
 
 
 def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarray:

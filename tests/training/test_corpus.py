@@ -92,7 +92,7 @@ def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(
     from training.reference.cloth import ClothMaterial
     from training.reference.continuum import ContinuumMaterial
     from training.reference.elastic import ElasticMaterial
-    from training.reference.scales import material_scales
+    from training.reference.scales import material_conditions, material_scales
 
     sequences = [sample_articulated(seed, "train") for seed in range(12)]
     write_shard(tmp_path / "a.npz", sequences, (0, 12), "test")
@@ -110,3 +110,6 @@ def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(
     assert material_scales("elastic", {**asdict(ElasticMaterial()), "young": 2e5})["stiffness"] == 4.0
     jelly = {**asdict(ContinuumMaterial()), "model": "jelly"}
     assert material_scales("continuum", jelly)["plasticity"] == 0.0  # springs back, as the reference does
+    sand = {**asdict(ContinuumMaterial()), "model": "sand", "friction": 0.7}  # the ground the reference rubbed on
+    assert material_conditions("continuum", sand)["friction"] == 0.7
+    assert "friction" not in material_conditions("cloth", asdict(ClothMaterial()))  # Blender's units, not Coulomb's

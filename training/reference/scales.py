@@ -1,4 +1,5 @@
-"""A reference material in the neural solver's terms: Conditions.stiffness, damping and plasticity.
+"""A reference material in the neural solver's terms: Conditions.stiffness, damping and plasticity, and
+the ground's friction where the material carries it.
 
 stiffness = damping = plasticity = 1 mean the category's default material (ElasticMaterial(), ...);
 other materials scale them by the parameter that sets the deformation's frequency squared and its
@@ -9,6 +10,11 @@ damping, and a continuum body's model says whether it flows:
     continuum    stiffness = E / E_default                      damping = 1 (MPM has no viscosity)
                  plasticity = 0 for jelly (elastic), 1 for snow (the default), plasticine and sand
     articulated  stiffness = 1 (joints have no spring here)      damping = joint damping / default
+
+The elastic, continuum and articulated references rub on the ground with their material's Coulomb
+coefficient, which is the conditions' friction except for sand: its ground is at least as rough as
+the sand itself (tan of its friction angle). Cloth's friction is Blender's, for colliders, in other
+units: the conditions' stays.
 """
 
 from .articulated import ArticulatedMaterial
@@ -17,9 +23,15 @@ from .continuum import ContinuumMaterial
 from .elastic import ElasticMaterial
 
 
+def material_conditions(category: str, material: dict) -> dict[str, float]:
+    """Conditions' stiffness, damping, plasticity (and friction, module docstring) for a reference
+    material given as its fields (a corpus sequence's record)."""
+    scales = material_scales(category, material)
+    return scales if category == "cloth" else {**scales, "friction": material["friction"]}
+
+
 def material_scales(category: str, material: dict) -> dict[str, float]:
-    """Conditions' stiffness, damping and plasticity for a reference material given as its fields (a
-    corpus sequence's record)."""
+    """Conditions' stiffness, damping and plasticity for a reference material's fields."""
     if category == "elastic":
         default = ElasticMaterial()
         return _scales(material["young"] / default.young, material["damping"] / default.damping)
