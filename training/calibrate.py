@@ -1,6 +1,7 @@
 """Measure each category's default material for the neural solver against the reference simulators.
 
-    python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--categories continuum ...]
+    python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--spread 7] [--jobs 1]
+                                 [--categories continuum ...]
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
 damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
@@ -16,10 +17,13 @@ when only the step size changed), and fitting the plain vertex error chose mater
 body happened to roll, which made the held-out shapes worse than no deformation at all (elastic 0.31 %
 of the diagonal at 2 s against 0.12 % for the rigid solver's undeformed shape).
 Categories whose reference simulator has plastic materials (continuum: MPM snow, plasticine, sand)
-then get a yield strain, chosen from a grid at that frequency and damping by the mean vertex error:
-the yield decides how much of an impact's energy the body gives back, so where it goes after the
-impact, and hardly changes its shape (measured on 8 continuum training sequences at 32 Hz and 32 /s:
-the mean shape error stayed within 0.1712-0.1725 of the diagonal over yields 0.005-0.05 and none).
+then get their damping and a yield strain chosen together, from the grid of both at that frequency,
+by the mean vertex error: the yield decides how much of an impact's energy the body gives back, so
+where it goes after the impact, and hardly changes its shape (measured on 8 continuum training
+sequences at 32 Hz and 32 /s: the mean shape error stayed within 0.1712-0.1725 of the diagonal over
+yields 0.005-0.05 and none). The two are chosen together because the yield dissipates what the
+damping otherwise must: damping chosen first, without a yield, went to 32 /s, which over-damps the
+continuum's elastic (jelly) references, which have no viscosity.
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -32,9 +36,12 @@ materials and their part of the previous report.
 """
 
 import argparse
+import itertools
 import json
+import multiprocessing
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -120,21 +127,39 @@ def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
     return np.array([shape_error(ours, reference, size) for ours, reference in zip(positions, sequence.positions)])
 
 
-def score(model, sequences, material: CategoryMaterial, frames: int) -> tuple[float, float, int]:
+def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int]:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
-    non-finite rollout), and the failures."""
-    shape, vertex, failed = [], [], 0
-    for sequence in sequences:
-        try:
-            positions = replay(model, sequence, material, frames)
-        except SimulationError:
-            shape.append(FAILED_ERROR)
-            vertex.append(FAILED_ERROR)
-            failed += 1
-            continue
-        shape.append(float(shape_errors_over_time(positions, sequence).mean()))
-        vertex.append(vertex_error(positions, sequence))
-    return float(np.mean(shape)), float(np.mean(vertex)), failed
+    non-finite rollout), and the failures; the sequences spread over ``pool``'s processes when given."""
+    jobs = [(sequence, material, frames) for sequence in sequences]
+    if pool is None:
+        errors = [sequence_errors(model, *job) for job in jobs]
+    else:
+        errors = list(pool.map(_pooled_errors, jobs))
+    shape, vertex, failed = zip(*errors)
+    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed)
+
+
+def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool]:
+    """Mean shape and vertex error of one replay over its frames, and whether it went non-finite
+    (FAILED_ERROR both then)."""
+    try:
+        positions = replay(model, sequence, material, frames)
+    except SimulationError:
+        return FAILED_ERROR, FAILED_ERROR, True
+    return float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False
+
+
+_worker_model = None  # a pool process's own copy of the model (``_load_worker``)
+
+
+def _load_worker(weights: Path) -> None:
+    global _worker_model
+    torch.set_num_threads(1)  # one core per process: the processes are the parallelism
+    _worker_model = load_model(weights, "cpu")
+
+
+def _pooled_errors(job) -> tuple[float, float, bool]:
+    return sequence_errors(_worker_model, *job)
 
 
 def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.ndarray:
@@ -153,45 +178,55 @@ def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.
     return np.asarray(reach)
 
 
-def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categories=DEFORMABLE) -> dict:
+def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categories=DEFORMABLE,
+              spread: int = 7, jobs: int = 1) -> dict:
     model = load_model(weights, "cpu")
     reach = latent_reach(model, corpus)
     percentiles = {str(p): float(np.percentile(reach, p)) for p in (50, 90, 99)}
     print(f"posterior |s| over {len(reach)} training examples, percentiles 50/90/99: "
           + " / ".join(f"{v:.2f}" for v in percentiles.values()), flush=True)
-    chosen = pick_sequences(corpus, "train", per_category)
+    chosen = pick_sequences(corpus, "train", per_category, spread)
     report = {"reach_percentiles": percentiles, "reach_examples": len(reach)}
-    for category in categories:
-        sequences = chosen.get(category, [])
-        if not sequences:
-            raise ValueError(f"no usable {category} training sequences in {corpus}")
-        began, trials = time.perf_counter(), {}
-        for frequency in FREQUENCIES:
-            trials[(frequency, FIRST_DAMPING)] = score(model, sequences, CategoryMaterial(frequency, FIRST_DAMPING), frames)
-        best_frequency = min(FREQUENCIES, key=lambda f: trials[(f, FIRST_DAMPING)][0])
-        for damping in DAMPINGS:
-            if (best_frequency, damping) not in trials:
-                trials[(best_frequency, damping)] = score(model, sequences, CategoryMaterial(best_frequency, damping), frames)
-        (frequency, damping), _ = min(trials.items(), key=lambda item: item[1][0])
-        trials = {(f, d, None): result for (f, d), result in trials.items()}
-        if category in FLOWING:
-            for strain in YIELDS:
-                if (frequency, damping, strain) not in trials:
-                    material = CategoryMaterial(frequency, damping, strain)
-                    trials[(frequency, damping, strain)] = score(model, sequences, material, frames)
-            strain = min(YIELDS, key=lambda y: trials[(frequency, damping, y)][1])
-        else:
-            strain = None
-        error, vertex, failed = trials[(frequency, damping, strain)]
-        report[category] = {"frequency": frequency, "damping": damping, "yield_strain": strain, "shape_error": error,
-                            "vertex_error": vertex, "failed": failed, "sequences": [s.shape for s in sequences],
-                            "frames": frames,
-                            "trials": [{"frequency": f, "damping": d, "yield_strain": y, "shape_error": e,
-                                        "vertex_error": v, "failed": n} for (f, d, y), (e, v, n) in trials.items()],
-                            "seconds": round(time.perf_counter() - began, 1)}
-        print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, mean shape error {error:.4f} of the "
-              f"diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, "
-              f"{report[category]['seconds']} s)", flush=True)
+    pool = None
+    if jobs > 1:  # spawned, not forked: a fork of a process whose OpenMP threads run can hang
+        pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _load_worker, (weights,))
+    try:
+        for category in categories:
+            sequences = chosen.get(category, [])
+            if not sequences:
+                raise ValueError(f"no usable {category} training sequences in {corpus}")
+            report[category] = calibrate_category(model, category, sequences, frames, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return report
+
+
+def calibrate_category(model, category: str, sequences, frames: int, pool) -> dict:
+    """The frequency and damping by shape error, then for FLOWING categories damping and yield together
+    by vertex error (module docstring); the category's report."""
+    began, trials = time.perf_counter(), {}
+
+    def trial(frequency, damping, strain=None):
+        if (frequency, damping, strain) not in trials:
+            material = CategoryMaterial(frequency, damping, strain)
+            trials[(frequency, damping, strain)] = score(model, sequences, material, frames, pool)
+        return trials[(frequency, damping, strain)]
+
+    frequency = min(FREQUENCIES, key=lambda f: trial(f, FIRST_DAMPING)[0])
+    damping = min(DAMPINGS, key=lambda d: trial(frequency, d)[0])
+    strain = None
+    if category in FLOWING:
+        damping, strain = min(itertools.product(DAMPINGS, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
+    error, vertex, failed = trials[(frequency, damping, strain)]
+    report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "shape_error": error,
+              "vertex_error": vertex, "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
+              "trials": [{"frequency": f, "damping": d, "yield_strain": y, "shape_error": e,
+                          "vertex_error": v, "failed": n} for (f, d, y), (e, v, n) in trials.items()],
+              "seconds": round(time.perf_counter() - began, 1)}
+    print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, mean shape error {error:.4f} of the "
+          f"diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, "
+          f"{report['seconds']} s)", flush=True)
     return report
 
 
@@ -229,10 +264,12 @@ def main():
     parser.add_argument("weights", type=Path)
     parser.add_argument("--sequences", type=int, default=3, help="training sequences per category")
     parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--spread", type=int, default=7, help="take every SPREAD-th usable training sequence")
+    parser.add_argument("--jobs", type=int, default=1, help="processes replaying sequences at once")
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
                         help="calibrate only these; the others keep their materials and report")
     a = parser.parse_args()
-    report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories)
+    report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories, a.spread, a.jobs)
     store(a.weights, report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     previous = RESULTS / "calibration.json"

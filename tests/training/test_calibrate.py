@@ -1,4 +1,5 @@
-"""The calibration: its objective (the shape error sees the deformation, not where the body went) and its store."""
+"""The calibration: its objective (the shape error sees the deformation, not where the body went), its
+stages and its store."""
 
 from types import SimpleNamespace
 
@@ -8,7 +9,8 @@ import torch
 from neurok_blender.core.checkpoint import read_checkpoint, save_checkpoint
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.neurok import NeuROK
-from training.calibrate import shape_errors_over_time, store
+import training.calibrate as calibrate
+from training.calibrate import calibrate_category, shape_errors_over_time, store
 
 
 def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
@@ -39,3 +41,27 @@ def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
     assert materials["continuum"].frequency == 32.0 and materials["continuum"].yield_strain == 0.02
     assert materials["elastic"].frequency == 2.0 and materials["elastic"].yield_strain is None
     assert read_checkpoint(path)["about"] == {"steps": 7}
+
+
+def _landscape(monkeypatch):
+    """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
+    with a yield of 0.02, as when a yield dissipates what the damping otherwise must."""
+    def score(model, sequences, material, frames, pool=None):
+        shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
+        vertex = abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
+        return shape, vertex, 0
+    monkeypatch.setattr(calibrate, "score", score)
+
+
+def test_an_elastic_category_takes_frequency_and_damping_by_shape_error(monkeypatch):
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
+
+
+def test_a_flowing_category_takes_damping_and_yield_together_by_vertex_error(monkeypatch):
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "continuum", [SimpleNamespace(shape="a")], 10, None)
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
+    tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"]}
+    assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
