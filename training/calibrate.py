@@ -210,7 +210,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool) -> di
     def trial(frequency, damping, strain=None):
         if (frequency, damping, strain) not in trials:
             material = CategoryMaterial(frequency, damping, strain)
-            trials[(frequency, damping, strain)] = score(model, sequences, material, frames, pool)
+            trials[(frequency, damping, strain)] = result = score(model, sequences, material, frames, pool)
+            print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}: shape error {result[0]:.4f}, "
+                  f"vertex error {result[1]:.4f}", flush=True)
         return trials[(frequency, damping, strain)]
 
     frequency = min(FREQUENCIES, key=lambda f: trial(f, FIRST_DAMPING)[0])
