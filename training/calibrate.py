@@ -22,8 +22,7 @@ by the mean vertex error: the yield decides how much of an impact's energy the b
 where it goes after the impact, and hardly changes its shape (measured on 8 continuum training
 sequences at 32 Hz and 32 /s: the mean shape error stayed within 0.1712-0.1725 of the diagonal over
 yields 0.005-0.05 and none). The two are chosen together because the yield dissipates what the
-damping otherwise must: damping chosen first, without a yield, went to 32 /s, which over-damps the
-continuum's elastic (jelly) references, which have no viscosity.
+damping otherwise must: chosen first, without a yield, the damping takes it all.
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior

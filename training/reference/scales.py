@@ -7,9 +7,14 @@ damping, and a continuum body's model says whether it flows:
 
     elastic      stiffness = E / E_default                      damping = flex damping / default
     cloth        stiffness = (tension / vertex mass) / default   damping = air damping / default
-    continuum    stiffness = E / E_default                      damping = 1 (MPM has no viscosity)
-                 plasticity = 0 for jelly (elastic), 1 for snow (the default), plasticine and sand
+    continuum    stiffness = E / E_default
+                 snow (the default), plasticine, sand: damping = plasticity = 1
+                 jelly: damping = plasticity = 0 (elastic, and MPM has no viscosity)
     articulated  stiffness = 1 (joints have no spring here)      damping = joint damping / default
+
+The continuum's calibrated damping stands for what the plastic materials dissipate besides their
+yield; a jelly has neither (on 8 training jelly sequences the mean vertex error over 2 s grows with
+the damping: 0.507 at none, 0.530 at a quarter, 0.555 at the default).
 
 The elastic, continuum and articulated references rub on the ground with their material's Coulomb
 coefficient, which is the conditions' friction except for sand: its ground is at least as rough as
@@ -40,7 +45,8 @@ def material_scales(category: str, material: dict) -> dict[str, float]:
         per_mass = material["tension"] / material["vertex_mass"]
         return _scales(per_mass / (default.tension / default.vertex_mass), material["air_damping"] / default.air_damping)
     if category == "continuum":
-        return _scales(material["young"] / ContinuumMaterial().young, 1.0, 0.0 if material["model"] == "jelly" else 1.0)
+        flows = 0.0 if material["model"] == "jelly" else 1.0
+        return _scales(material["young"] / ContinuumMaterial().young, flows, flows)
     if category == "articulated":
         return _scales(1.0, material["joint_damping"] / ArticulatedMaterial().joint_damping)
     raise ValueError(f"unknown category {category!r}")
