@@ -45,8 +45,8 @@ def material_scales(category: str, material: dict) -> dict[str, float]:
         per_mass = material["tension"] / material["vertex_mass"]
         return _scales(per_mass / (default.tension / default.vertex_mass), material["air_damping"] / default.air_damping)
     if category == "continuum":
-        flows = 0.0 if material["model"] == "jelly" else 1.0
-        return _scales(material["young"] / ContinuumMaterial().young, flows, flows)
+        plastic = 0.0 if material["model"] == "jelly" else 1.0  # a jelly neither flows nor dissipates as they do
+        return _scales(material["young"] / ContinuumMaterial().young, plastic, plastic)
     if category == "articulated":
         return _scales(1.0, material["joint_damping"] / ArticulatedMaterial().joint_damping)
     raise ValueError(f"unknown category {category!r}")
