@@ -20,9 +20,11 @@ Categories whose reference simulator has plastic materials (continuum: MPM snow,
 then get their damping and a yield strain chosen together, from the grid of both at that frequency,
 by the mean vertex error: the yield decides how much of an impact's energy the body gives back, so
 where it goes after the impact, and hardly changes its shape (measured on 8 continuum training
-sequences at 32 Hz: the mean shape error stayed within 0.1141-0.1158 of the diagonal over the grid of
-dampings and yields, the vertex error spread over 0.336-0.444). The two are chosen together because the yield dissipates what the
-damping otherwise must: chosen first, without a yield, the damping takes it all.
+sequences at 32 Hz: the mean shape error stayed within 0.1141-0.1158 of the diagonal over the grid
+of dampings and yields, the vertex error spread over 0.336-0.444). The two are chosen together
+because the yield dissipates what the damping otherwise must: chosen first, without a yield, the
+damping takes it all. Jelly references replay with neither (``training/reference/scales.py``), so
+they weigh in the frequency and not in this choice.
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -128,7 +130,8 @@ def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
 
 def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int]:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
-    non-finite rollout), and the failures; the sequences spread over ``pool``'s processes when given."""
+    non-finite rollout), and the failures. With ``pool`` the sequences spread over its processes, which
+    replay with their own copies of the model, loaded from the same weights (``_load_worker``)."""
     jobs = [(sequence, material, frames) for sequence in sequences]
     if pool is None:
         errors = [sequence_errors(model, *job) for job in jobs]
@@ -197,13 +200,13 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
             report[category] = calibrate_category(model, category, sequences, frames, pool)
     finally:
         if pool is not None:
-            pool.shutdown()
+            pool.shutdown(cancel_futures=True)  # an interrupted calibration does not wait for queued replays
     return report
 
 
 def calibrate_category(model, category: str, sequences, frames: int, pool) -> dict:
-    """The frequency and damping by shape error, then for FLOWING categories damping and yield together
-    by vertex error (module docstring); the category's report."""
+    """The frequency by shape error, then the damping by shape error or, for FLOWING categories, the
+    damping and yield together by vertex error (module docstring); the category's report."""
     began, trials = time.perf_counter(), {}
 
     def trial(frequency, damping, strain=None):
@@ -215,10 +218,10 @@ def calibrate_category(model, category: str, sequences, frames: int, pool) -> di
         return trials[(frequency, damping, strain)]
 
     frequency = min(FREQUENCIES, key=lambda f: trial(f, FIRST_DAMPING)[0])
-    damping = min(DAMPINGS, key=lambda d: trial(frequency, d)[0])
-    strain = None
     if category in FLOWING:
         damping, strain = min(itertools.product(DAMPINGS, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
+    else:
+        damping, strain = min(DAMPINGS, key=lambda d: trial(frequency, d)[0]), None
     error, vertex, failed = trials[(frequency, damping, strain)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "shape_error": error,
               "vertex_error": vertex, "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
@@ -259,14 +262,21 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("weights", type=Path)
     parser.add_argument("--sequences", type=int, default=3, help="training sequences per category")
     parser.add_argument("--frames", type=int, default=30)
-    parser.add_argument("--spread", type=int, default=7, help="take every SPREAD-th usable training sequence")
-    parser.add_argument("--jobs", type=int, default=1, help="processes replaying sequences at once")
+    parser.add_argument("--spread", type=positive, default=7, help="take every SPREAD-th usable training sequence")
+    parser.add_argument("--jobs", type=positive, default=1, help="processes replaying sequences at once")
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
                         help="calibrate only these; the others keep their materials and report")
     a = parser.parse_args()

@@ -1,14 +1,16 @@
 """The calibration: its objective (the shape error sees the deformation, not where the body went), its
 stages and its store."""
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from neurok_blender.core.checkpoint import read_checkpoint, save_checkpoint
+from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.model import ModelConfig, NeuROKModel
-from neurok_blender.core.neurok import NeuROK
+from neurok_blender.core.neurok import CategoryMaterial, NeuROK
 import training.calibrate as calibrate
 from training.calibrate import calibrate_category, shape_errors_over_time, store
 
@@ -29,13 +31,20 @@ def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
     np.testing.assert_allclose(errors[2], 0.02 * np.linalg.norm(moved - center, axis=1).mean() / diagonal, rtol=1e-9)
 
 
-def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
-    tiny = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
-                       encoder_points=128, queries=32)
+TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
+                   encoder_points=128, queries=32)
+BEFORE = {c: {"frequency": 2.0, "damping": 0.5} for c in ("elastic", "cloth", "continuum", "articulated")}
+
+
+def _tiny_checkpoint(tmp_path):
     torch.manual_seed(0)
     path = tmp_path / "neurok.pt"
-    before = {c: {"frequency": 2.0, "damping": 0.5} for c in ("elastic", "cloth", "continuum", "articulated")}
-    save_checkpoint(path, NeuROKModel(tiny), {"steps": 7}, materials=before)
+    save_checkpoint(path, NeuROKModel(TINY), {"steps": 7}, materials=BEFORE)
+    return path
+
+
+def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
+    path = _tiny_checkpoint(tmp_path)
     store(path, {"continuum": {"frequency": 32.0, "damping": 0.5, "yield_strain": 0.02}})
     materials = NeuROK.load(path, device="cpu").materials
     assert materials["continuum"].frequency == 32.0 and materials["continuum"].yield_strain == 0.02
@@ -65,3 +74,17 @@ def test_a_flowing_category_takes_damping_and_yield_together_by_vertex_error(mon
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
     tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"]}
     assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
+
+
+def test_replays_in_worker_processes_score_as_in_this_one(tmp_path):
+    from training.corpus.articulated import sample_articulated
+
+    path = _tiny_checkpoint(tmp_path)
+    sequences = [sample_articulated(seed, "train") for seed in range(2)]
+    material = CategoryMaterial(8.0, 2.0)
+    here = calibrate.score(load_model(path, "cpu"), sequences, material, frames=4)
+    with ProcessPoolExecutor(2, multiprocessing.get_context("spawn"), calibrate._load_worker, (path,)) as pool:
+        pooled = calibrate.score(None, sequences, material, frames=4, pool=pool)
+    assert here[2] == pooled[2] == 0
+    np.testing.assert_allclose(pooled[:2], here[:2], rtol=1e-6)
+    assert here[1] > 0  # the replays moved: a real comparison
