@@ -281,7 +281,11 @@ class NeuralBodyMap(KinematicMap):
 
     def strain(self, s):
         """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of gyration."""
-        u = self.stretch(s)
+        return self._strain_at(self.deformed(s, self.mass_points))
+
+    def _strain_at(self, shape):
+        """``strain`` from y(s) at the mass points, for a caller that holds it while s_p moves."""
+        u = shape - self.plastic_shape
         return torch.sqrt((self.masses[..., None] * u * u).sum((1, 2)) / self.masses.sum(1)) / self.gyration
 
     def flow(self, q):
@@ -292,14 +296,15 @@ class NeuralBodyMap(KinematicMap):
         if self.yield_strain is None:  # never yields
             return super().flow(q)
         s = q[:, 6:]
-        strain = first = self.strain(s)
+        shape = self.deformed(s, self.mass_points)  # y(s): decoded once, only s_p moves below
+        strain = first = self._strain_at(shape)
         if not bool((strain > self.yield_strain).any()):
             return torch.zeros_like(strain)
         start, kept = self.plastic_rest, torch.ones_like(strain)
         for _ in range(RETURN_ITERATIONS):
             kept = torch.clamp(kept * self.yield_strain / strain, max=1.0)
             self.set_plastic_rest(s - kept[:, None] * (s - start))
-            strain = self.strain(s)
+            strain = self._strain_at(shape)
         return 0.5 * self.omega2 * self.masses.sum(1) * self.gyration**2 * (first**2 - strain**2)
 
     def snapshot(self):
