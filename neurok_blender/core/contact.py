@@ -59,9 +59,11 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
 
     Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
     f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). The dashpot is capped at m_i |v_n| / h and friction at
-    w_i |v_t| / h, forces that stop the point within one step h, so explicit steps stay stable at any
-    setting. Friction takes the smaller mass: at an impact the normal force spikes and friction would
-    otherwise act as a stiff damper that explicit steps overshoot, inventing dissipation.
+    m_i |v_t| / h, forces that stop the point within one step h, so explicit steps stay stable at any
+    setting. Friction was once capped with the point's own share w_i instead: a body landing on one of
+    its 128 contact points then lost a sixth of the speed Coulomb takes (a rigid mug sliding at
+    2.2 m/s landed on its rim at 4.1 m/s and kept 2.0 m/s; with m_i it keeps 1.2, mu dv_n = 1.0), and
+    a ball on one of 3000 slipped instead of rolling; the joint cap below keeps the steps stable.
 
     ``fastest_rate(c, axes)``, when given, is the largest rate (1/s) of the damping M^-1 sum_i c_i
     J_i^T P J_i that coefficients c (B, C) add along ``axes`` (P projects on them), and the touching
@@ -82,20 +84,20 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     spring_n = stiffness * share * depth
     dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
     if fastest_rate is not None:
-        dashpot = dashpot * _within_a_step(fastest_rate(dashpot * touching, (2,)), step)
+        dashpot = dashpot * within_a_step(fastest_rate(dashpot * touching, (2,)), step)
     normal = torch.clamp(stiffness * acting_share * depth - dashpot * v[..., 2] * touching, min=0.0)
     v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
-    coulomb = torch.minimum(friction[:, None] * normal / slip, acting_share / step)
+    coulomb = torch.minimum(friction[:, None] * normal / slip, effective_mass / step)
     if fastest_rate is not None:
-        coulomb = coulomb * _within_a_step(fastest_rate(coulomb, (0, 1)), step)
+        coulomb = coulomb * within_a_step(fastest_rate(coulomb, (0, 1)), step)
     up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
     spring = spring_n[..., None] * up
     resist = (normal - spring_n)[..., None] * up - coulomb[..., None] * v_t
     return spring, resist
 
 
-def _within_a_step(rate, step):
+def within_a_step(rate, step):
     """The factor (B, 1) that brings a damping rate (B,) down to 1 / h where it is above."""
     return torch.clamp(1.0 / (step * rate).clamp(min=1e-300), max=1.0)[:, None]
 
