@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from benchmarks import write_results
-from benchmarks.rigid_engine import uv_sphere
+from training.shapes.solids import uv_sphere
 from neurok_blender.core import Conditions, NeuROK
 from neurok_blender.core.neural import DecoderMotions, QuadraticMotions
 

@@ -14,16 +14,10 @@ import torch
 from benchmarks import RESULTS, write_results
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.mesh import box_mesh
-from training.shapes.solids import grid_surface
+from training.shapes.solids import uv_sphere
 
 INTEGRATORS = ("leapfrog", "rk4", "midpoint", "dopri5")
 DOWN = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
-
-
-def uv_sphere(rings=50, segments=52):
-    """Closed UV sphere of radius 1: two poles and (rings - 1) x segments vertices (2550 by default)."""
-    u, v, faces = grid_surface(rings, segments)
-    return np.stack([np.sin(u) * np.cos(v), np.sin(u) * np.sin(v), np.cos(u)], 1), faces
 
 
 def speed_table():

@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--category", choices=list(CATEGORIES), help="the kind of body (default auto)")
     p.add_argument("--stiffness", type=float, help="1 is the category's default material")
     p.add_argument("--damping", type=float, help="1 is the category's default material")
-    p.add_argument("--plasticity", type=float, help="1 is the category's default material, 0 never yields")
+    p.add_argument("--plasticity", type=float, help="1 is the category's default material, 0 never yields (nor resists rolling)")
     p.add_argument("--mass", type=float, help="total mass, kg")
     p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
     return top

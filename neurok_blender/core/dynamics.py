@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .contact import damping_ratios, ground_forces
+from .contact import damping_ratios, ground_forces, within_a_step
 from .kinematics import KinematicMap
+from .rotation import body_angular_velocity
 
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
@@ -33,6 +34,7 @@ class Environment:
     restitution: torch.Tensor | float = 0.3  # fraction of the normal speed kept by an impact, 0..1
     contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
+    rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     stiffness_damping: torch.Tensor | float = 0.0  # s: stiffness-proportional Rayleigh factor
@@ -77,7 +79,7 @@ class LagrangianSystem:
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
-                         ("friction", "restitution", "drag", "damping", "stiffness_damping")}
+                         ("friction", "restitution", "drag", "damping", "stiffness_damping", "rolling_lever")}
         self.active_loads = torch.zeros_like(self.load_vectors)
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self._factored = None  # (M, its factor): see factor
@@ -170,7 +172,8 @@ class LagrangianSystem:
         """Generalized forces split as (conservative, point loads, dissipative), each (B, n).
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
-        friction, drag, Rayleigh damping. All act through J^T f of the points they act on.
+        friction, rolling resistance, drag, Rayleigh damping. All but the rolling resistance (a torque)
+        act through J^T f of the points they act on.
         """
         nm, nc = self.n_mass, self.n_contact
         jm, jc, jl = s.jacobian[:, :nm], s.jacobian[:, nm:nm + nc], s.jacobian[:, nm + nc:]
@@ -194,7 +197,39 @@ class LagrangianSystem:
                                            lambda c, axes: self._fastest_rate(whitened, c, axes))
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
+            if bool((self.per_body["rolling_lever"] > 0).any()):
+                pressing = (spring + resist)[..., 2].sum(-1)  # N, the ground's whole normal force on each body
+                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing)
         return conservative, loads, dissipative
+
+    def rolling_resistance(self, q, q_dot, chol, pressing):
+        """Generalized force (B, n) of the ground's torque against each body's turning, for a footprint of
+        lever arm a pressed with N: tau = -N a omega / sqrt(|omega|^2 + (eps / a)^2), as Coulomb friction
+        resists slip with mu N, regularized alike (eps: the friction's slip speed, here at the lever's end).
+
+        A body that yields where it lands presses a flat of itself onto the ground, and to roll or pivot
+        over it must press the next one flat: the footprint's pressure sits a ahead of the contact and
+        the ground's reaction turns against the roll (rolling resistance). Learned coordinates cannot
+        flatten a body that far (a held-out snow mug's reference loses a third of its height as it
+        lands), so the torque stands for the footprint they cannot make.
+
+        omega = T theta_dot in the body frame, T the right Jacobian of exp at theta, so the torque does
+        the work tau . omega through Q_theta = T^T tau = -c T^T T theta_dot with
+        c = N a^2 / sqrt(a^2 |omega|^2 + eps^2). As the contact's dampers, c is capped so that its rate
+        in M^-1 stops the body's turning within a step at most (rate h <= 1).
+        """
+        b, n = q_dot.shape
+        lever, eps = self.per_body["rolling_lever"], self.env.friction_regularization
+        axes = torch.eye(3, dtype=q.dtype).repeat(b, 1)
+        turn = body_angular_velocity(q[:, 3:6].repeat_interleave(3, 0), axes).reshape(b, 3, 3).transpose(1, 2)  # T
+        omega = (turn @ q_dot[:, 3:6, None])[..., 0]
+        c = pressing.clamp(min=0.0) * lever**2 / torch.sqrt(lever**2 * (omega * omega).sum(-1) + eps**2)
+        torque_map = torch.zeros(b, n, 3, dtype=q.dtype)  # J_omega^T: body torques to generalized forces
+        torque_map[:, 3:6] = turn.transpose(1, 2)
+        whitened = torch.linalg.solve_triangular(chol, torque_map, upper=False)
+        rate = c * torch.linalg.eigvalsh(whitened.transpose(1, 2) @ whitened)[:, -1]
+        c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
+        return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 
     def damping_matrix(self, mass_matrix):
         """Rayleigh D = alpha P M P + beta K_rest on the deformation coordinates (P selects them)."""

@@ -9,8 +9,11 @@ coordinates, ``reduction.py``), put its mass at material points (``mass_points.p
 the Euler-Lagrange equation of q = (p, theta, s) (``neural.py``, ``dynamics.py``). Each category
 has a default material measured against its reference simulator (``training/calibrate.py``) and
 stored with the weights: the deformation's frequency, its damping rate and, for bodies that flow, the
-strain at which they yield; Conditions.stiffness scales the potential (frequency by its square root),
-Conditions.damping the damping rate and Conditions.plasticity divides the yield strain.
+strain at which they yield and the rolling resistance of the footprint they flatten where they land
+(its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``);
+Conditions.stiffness scales the potential (frequency by its square root), Conditions.damping the
+damping rate and Conditions.plasticity divides the yield strain and multiplies the rolling resistance
+(a body that yields sooner flattens more; linear is a choice, not a measurement).
 """
 
 import dataclasses
@@ -45,6 +48,7 @@ class CategoryMaterial:
     frequency: float  # Hz: small deformations oscillate at this frequency
     damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates
     yield_strain: float | None = None  # the rest shape flows past this strain (neural.py); None: never
+    rolling_resistance: float = 0.0  # a yielding body's footprint lever arm over its radius of gyration
 
     def __post_init__(self):
         """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
@@ -54,6 +58,8 @@ class CategoryMaterial:
             raise ValueError(f"damping must be non-negative, got {self.damping!r}")
         if self.yield_strain is not None and not (math.isfinite(self.yield_strain) and self.yield_strain > 0):
             raise ValueError(f"yield_strain must be positive or None, got {self.yield_strain!r}")
+        if not (math.isfinite(self.rolling_resistance) and self.rolling_resistance >= 0):
+            raise ValueError(f"rolling_resistance must be non-negative, got {self.rolling_resistance!r}")
 
 
 def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
@@ -108,12 +114,13 @@ class NeuROK:
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
-        yield_strain = None  # never yields
+        yield_strain, rolling = None, 0.0  # never yields, so never flattens a footprint either
         if material.yield_strain is not None and conditions.plasticity > 0:
             yield_strain = material.yield_strain / conditions.plasticity
+            rolling = material.rolling_resistance * conditions.plasticity
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
                 "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping,
-                "yield_strain": yield_strain}
+                "yield_strain": yield_strain, "rolling_resistance": rolling}
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
@@ -137,7 +144,8 @@ class NeuROK:
             result = simulate(v, f, dataclasses.replace(conditions, category="rigid", pull=None), progress, points)
             result.info = info
             return result
-        env = dataclasses.replace(environment(conditions, v), damping=info["damping"])
+        env = dataclasses.replace(environment(conditions, v), damping=info["damping"],
+                                  rolling_lever=info["rolling_resistance"] * float(kmap.gyration))
         system = LagrangianSystem(kmap, env)
 
         start = kmap.rest_coordinates()

@@ -8,6 +8,7 @@ import torch
 
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.kinematics import KinematicMap
+from neurok_blender.core.mesh import fibonacci_sphere
 from shapes import PendulumMap, SpringMap, box
 
 G = 9.81
@@ -210,3 +211,30 @@ def test_a_thin_plate_landing_on_its_edge_does_not_gain_energy():
     landed = int(np.argmax(energy["kinetic"])) + 1  # kinetic energy peaks just before the impact
     assert np.all(np.diff(energy["kinetic"][landed:]) < 0.05 * energy["total"][0])  # it only loses energy after
     assert energy["kinetic"][-1] < 1e-3 and result.positions[-1, :, 2].min() > -1e-3
+
+
+def test_rolling_resistance_slows_a_rolling_ball_at_the_analytic_rate():
+    """A ball of radius R rolling without slip under the ground's torque N a (N = m g):
+    m x'' = -F, I w' = F R - N a and x' = w R give x'' = -g (a / R) / (1 + I / (m R^2)). The same ball
+    without it is the reference: its contact points roll over as facets and brake it a little alone."""
+    radius, mass, lever, speed = 0.5, 2.0, 0.1, 4.0
+    shell = fibonacci_sphere(3000) * radius
+    center = np.array([0.0, 0.0, radius])
+    weights = np.full(len(shell), mass / len(shell))
+    inertia = (weights * (shell[:, 0] ** 2 + shell[:, 2] ** 2)).sum()  # about the y axis it rolls on
+    q0 = torch.tensor([[*center, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    q_dot0 = torch.tensor([[speed, 0.0, 0.0, 0.0, speed / radius, 0.0]], dtype=torch.float64)
+    fps, frames = 60, 61
+    rolled = {}
+    for arm in (0.0, lever):
+        kmap = RigidBodyMap([center], [shell + center], [weights])
+        env = Environment(gravity=DOWN, ground_height=torch.zeros(1, dtype=torch.float64), friction=1.0,
+                          restitution=0.0, contact_points=torch.as_tensor(shell + center)[None],
+                          contact_mass=torch.as_tensor(weights)[None], rolling_lever=arm)
+        traj = rollout(LagrangianSystem(kmap, env), q0, q_dot0, frames, fps, "rk4", kmap.mass_points)
+        t, x = traj.times[6:], traj.pose["translation"][6:, 0, 0]  # after the first contact settled
+        rolled[arm] = 2 * np.polyfit(t, x, 2)[0]
+        balance = traj.energy["balance"][:, 0]
+        assert np.abs(balance).max() < 0.02 * 0.5 * mass * speed**2  # what friction and the torque take is booked
+    expected = -G * (lever / radius) / (1 + inertia / (mass * radius**2))
+    assert abs((rolled[lever] - rolled[0.0]) / expected - 1) < 0.02

@@ -24,6 +24,12 @@ def grid_surface(rings: int, segments: int):
     return u, v, np.concatenate([top, *middle, bottom])
 
 
+def uv_sphere(rings=50, segments=52):
+    """Closed UV sphere of radius 1: two poles and (rings - 1) x segments vertices (2550 by default)."""
+    u, v, faces = grid_surface(rings, segments)
+    return np.stack([np.sin(u) * np.cos(v), np.sin(u) * np.sin(v), np.cos(u)], 1), faces
+
+
 def superquadric(rng, rings=24, segments=32):
     """x = a (s(cos u, e1), s(sin u, e1) s(cos v, e2), s(sin u, e1) s(sin v, e2)) with s(c, e) = sign(c)|c|^e,
     the pole along x; random semi-axes (0.1-0.4 m) and exponents (0.3-1.6), centred near the origin."""
