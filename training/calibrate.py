@@ -25,6 +25,12 @@ of dampings and yields, the vertex error spread over 0.336-0.444). The two are c
 because the yield dissipates what the damping otherwise must: chosen first, without a yield, the
 damping takes it all. Jelly references replay with neither (``training/reference/scales.py``), so
 they weigh in the frequency and not in this choice.
+A category that yields then gets the rolling resistance of the footprint it flattens where it lands
+(``neurok_blender/core/dynamics.py``), by vertex error at that damping and yield: it decides whether a
+body that lands on a corner stops there, as the plastic references do, or tips over and rolls on
+(measured on a held-out snow mug before it existed: the reference moves 0.13 m after it lands and
+stops within 0.25 s; the rigid solver's mug keeps 2.0 of its 2.2 m/s through the impact, pivoting on
+its rim, and the neural one travels 1.4 m on).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -64,8 +70,10 @@ DAMPINGS = (0.5, 2.0, 8.0, 32.0)  # 1/s
 FIRST_DAMPING = 2.0
 FLOWING = ("continuum",)  # categories with plastic reference materials: they get a yield strain
 YIELDS = (None, 0.05, 0.02, 0.01, 0.005)  # strain e of neural.py; None never yields
+ROLLINGS = (0.0, 0.25, 0.5, 1.0, 2.0)  # footprint lever arm over the radius of gyration (dynamics.py)
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance")  # CategoryMaterial's
 
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
@@ -206,31 +214,34 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 
 def calibrate_category(model, category: str, sequences, frames: int, pool) -> dict:
     """The frequency by shape error, then the damping by shape error or, for FLOWING categories, the
-    damping and yield together by vertex error (module docstring); the category's report."""
+    damping and yield together and then the rolling resistance, by vertex error (module docstring);
+    the category's report."""
     began, trials = time.perf_counter(), {}
 
-    def trial(frequency, damping, strain=None):
-        if (frequency, damping, strain) not in trials:
-            material = CategoryMaterial(frequency, damping, strain)
-            trials[(frequency, damping, strain)] = result = score(model, sequences, material, frames, pool)
-            print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}: shape error {result[0]:.4f}, "
-                  f"vertex error {result[1]:.4f}", flush=True)
-        return trials[(frequency, damping, strain)]
+    def trial(frequency, damping, strain=None, rolling=0.0):
+        key = (frequency, damping, strain, rolling)
+        if key not in trials:
+            trials[key] = result = score(model, sequences, CategoryMaterial(*key), frames, pool)
+            print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}: "
+                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}", flush=True)
+        return trials[key]
 
     frequency = min(FREQUENCIES, key=lambda f: trial(f, FIRST_DAMPING)[0])
     if category in FLOWING:
         damping, strain = min(itertools.product(DAMPINGS, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
+        rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1]) if strain is not None else 0.0
     else:
-        damping, strain = min(DAMPINGS, key=lambda d: trial(frequency, d)[0]), None
-    error, vertex, failed = trials[(frequency, damping, strain)]
-    report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "shape_error": error,
-              "vertex_error": vertex, "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
-              "trials": [{"frequency": f, "damping": d, "yield_strain": y, "shape_error": e,
-                          "vertex_error": v, "failed": n} for (f, d, y), (e, v, n) in trials.items()],
+        damping, strain, rolling = min(DAMPINGS, key=lambda d: trial(frequency, d)[0]), None, 0.0
+    error, vertex, failed = trials[(frequency, damping, strain, rolling)]
+    report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
+              "shape_error": error, "vertex_error": vertex, "failed": failed,
+              "sequences": [s.shape for s in sequences], "frames": frames,
+              "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "shape_error": e,
+                          "vertex_error": v, "failed": n} for (f, d, y, r), (e, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
-    print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, mean shape error {error:.4f} of the "
-          f"diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, "
-          f"{report['seconds']} s)", flush=True)
+    print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, mean shape "
+          f"error {error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} "
+          f"sequences, {report['seconds']} s)", flush=True)
     return report
 
 
@@ -239,7 +250,7 @@ def store(weights: Path, report: dict) -> None:
     the report does not cover keep theirs."""
     payload = read_checkpoint(weights)
     materials = dict(payload.get("materials", {}))
-    materials.update({c: {k: report[c][k] for k in ("frequency", "damping", "yield_strain")}
+    materials.update({c: {k: report[c][k] for k in MATERIAL_FIELDS if k in report[c]}
                       for c in DEFORMABLE if c in report})
     missing = set(DEFORMABLE) - set(materials)
     if missing:
@@ -248,14 +259,15 @@ def store(weights: Path, report: dict) -> None:
 
 
 def table(report: dict) -> str:
-    lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | mean shape error / diagonal "
-             "| mean vertex error / diagonal | non-finite | sequences x frames |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | rolling resistance "
+             "| mean shape error / diagonal | mean vertex error / diagonal | non-finite | sequences x frames |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
-        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r['shape_error']:.4f} "
-                     f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
+        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r.get('rolling_resistance', 0.0)} "
+                     f"| {r['shape_error']:.4f} | {r['vertex_error']:.4f} | {r['failed']} "
+                     f"| {len(r['sequences'])} x {r['frames']} |")
     reach = report["reach_percentiles"]
     lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
                  f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}.")

@@ -45,19 +45,22 @@ def _tiny_checkpoint(tmp_path):
 
 def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
     path = _tiny_checkpoint(tmp_path)
-    store(path, {"continuum": {"frequency": 32.0, "damping": 0.5, "yield_strain": 0.02}})
+    store(path, {"continuum": {"frequency": 32.0, "damping": 0.5, "yield_strain": 0.02, "rolling_resistance": 1.0}})
     materials = NeuROK.load(path, device="cpu").materials
     assert materials["continuum"].frequency == 32.0 and materials["continuum"].yield_strain == 0.02
+    assert materials["continuum"].rolling_resistance == 1.0 and materials["elastic"].rolling_resistance == 0.0
     assert materials["elastic"].frequency == 2.0 and materials["elastic"].yield_strain is None
     assert read_checkpoint(path)["about"] == {"steps": 7}
 
 
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
-    with a yield of 0.02, as when a yield dissipates what the damping otherwise must."""
+    with a yield of 0.02, as when a yield dissipates what the damping otherwise must, and a rolling
+    resistance of 0.5."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
-        vertex = abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
+        vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
+                  + 0.1 * abs(material.rolling_resistance - 0.5))
         return shape, vertex, 0
     monkeypatch.setattr(calibrate, "score", score)
 
@@ -66,13 +69,15 @@ def test_an_elastic_category_takes_frequency_and_damping_by_shape_error(monkeypa
     _landscape(monkeypatch)
     report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
+    assert report["rolling_resistance"] == 0.0  # it never yields, so it never flattens a footprint
 
 
-def test_a_flowing_category_takes_damping_and_yield_together_by_vertex_error(monkeypatch):
+def test_a_flowing_category_takes_damping_and_yield_together_then_its_rolling_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
     report = calibrate_category(None, "continuum", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
-    tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"]}
+    assert report["rolling_resistance"] == 0.5
+    tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"] if t["rolling_resistance"] == 0}
     assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
 
 
