@@ -1,6 +1,7 @@
 """Neural rollouts against the reference simulators on held-out shapes and conditions.
 
     .venv/bin/python -m benchmarks.neural_fidelity CORPUS [--weights W] [--per-category 6]
+                                                   [--categories continuum ...]
 
 Each held-out sequence (a shape never trained on, its reference simulator's run) is replayed with
 the same rest mesh, conditions and material (as stiffness, damping and plasticity scales) by:
@@ -15,7 +16,8 @@ and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s, each over the sequenc
 finished (a failed run is counted, and its sequence left out of every mean). Cloth runs with obstacles are left out
 (the solver has none). Writes benchmarks/results/neural_fidelity.{json,md}, a plot of the error
 over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category, reference frames at
-0, 0.5, 1 and 2 s above the neural ones.
+0, 0.5, 1 and 2 s above the neural ones. With ``--categories`` (a closer look at some, with more
+sequences) it writes neural_fidelity_<categories>.{json,md,png} and no pictures.
 """
 
 import argparse
@@ -78,10 +80,12 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     return np.asarray(frames, dtype=np.float32)
 
 
-def evaluate(weights, corpus: Path, per_category: int) -> list[dict]:
+def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE) -> list[dict]:
     neurok = NeuROK.load(weights, device="cpu")
     rows = []
     for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items():
+        if category not in categories:
+            continue
         for sequence in sequences:
             row = {"category": category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps}
             for variant in VARIANTS:
@@ -190,14 +194,19 @@ def main():
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--per-category", type=int, default=6)
     parser.add_argument("--pictures", type=Path, default=Path("docs/neural"))
+    parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
+                        help="only these, written apart (neural_fidelity_<categories>) and without pictures")
     a = parser.parse_args()
-    rows = evaluate(a.weights, a.corpus, a.per_category)
+    rows = evaluate(a.weights, a.corpus, a.per_category, a.categories)
     text = table(rows)
     print(text)
-    write_results("neural_fidelity", text, rows=rows)
-    plot(rows, RESULTS / "neural_fidelity.png")
-    side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
-    print(f"side by side: {a.pictures / 'side_by_side.jpg'}")
+    every = set(a.categories) == set(DEFORMABLE)
+    name = "neural_fidelity" if every else "neural_fidelity_" + "_".join(c for c in DEFORMABLE if c in a.categories)
+    write_results(name, text, rows=rows)
+    plot(rows, RESULTS / f"{name}.png")
+    if every:
+        side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
+        print(f"side by side: {a.pictures / 'side_by_side.jpg'}")
 
 
 if __name__ == "__main__":
