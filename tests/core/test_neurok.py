@@ -1,5 +1,7 @@
 """The public neural API: NeuROK.load(...).simulate(vertices, faces, Conditions), on a small random model."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -128,6 +130,10 @@ def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yield
     stopping = speed**2 / (2 * 9.81 * (k / radius) / (1 + 2 / 3 * k**2 / radius**2))
     assert abs(rolled[1.0] / stopping - 1) < 0.2
     assert rolled[0.0] > 2 * rolled[1.0]
+    # yielding alone does not stop it: the same material without the footprint's torque rolls on
+    plain = dataclasses.replace(neurok.materials["continuum"], rolling_resistance=0.0)
+    free = NeuROK(neurok.model, {**neurok.materials, "continuum": plain}).simulate(v, f, Conditions(**common))
+    assert free.pose["translation"][-1, 0] - free.pose["translation"][0, 0] > 2 * rolled[1.0]
     for result in runs.values():  # the torque's work is booked as dissipated
         assert np.abs(result.energy["balance"]).max() < 0.01 * result.energy["total"][0]
 

@@ -238,3 +238,27 @@ def test_rolling_resistance_slows_a_rolling_ball_at_the_analytic_rate():
         assert np.abs(balance).max() < 0.02 * 0.5 * mass * speed**2  # what friction and the torque take is booked
     expected = -G * (lever / radius) / (1 + inertia / (mass * radius**2))
     assert abs((rolled[lever] - rolled[0.0]) / expected - 1) < 0.02
+
+
+def test_a_diverged_body_turns_nan_not_an_error_and_leaves_its_neighbour_alone():
+    """Two balls pressed into the ground, one rolling against a lever arm, the other without: a NaN
+    in one body's rotation must reach the rollout as NaN (it names the frame), not raise from the
+    rolling resistance's eigenvalue solve, and the other body's acceleration must not change."""
+    shell = fibonacci_sphere(200) * 0.5
+    center, weights = np.array([0.0, 0.0, 0.5]), np.full(200, 0.01)
+    kmap = RigidBodyMap([center, center], [shell + center] * 2, [weights, weights])
+    env = Environment(gravity=DOWN, ground_height=torch.zeros(2, dtype=torch.float64),
+                      contact_points=torch.as_tensor(np.stack([shell + center] * 2)),
+                      contact_mass=torch.as_tensor(np.stack([weights, weights])),
+                      rolling_lever=torch.tensor([0.1, 0.0], dtype=torch.float64))
+    system = LagrangianSystem(kmap, env)
+    system.set_interval(0.0, 1e-3)
+    q = kmap.rest_coordinates() - torch.tensor([0.0, 0.0, 0.01, 0.0, 0.0, 0.0], dtype=torch.float64)
+    q_dot = torch.zeros_like(q)
+    q_dot[:, 4] = 2.0
+    healthy = system.acceleration(q, q_dot)[0]
+    assert torch.isfinite(healthy).all()
+    q[0, 3] = float("nan")
+    broken = system.acceleration(q, q_dot)[0]
+    assert torch.isnan(broken[0]).all()
+    torch.testing.assert_close(broken[1], healthy[1])
