@@ -15,7 +15,7 @@ import torch
 
 from .contact import damping_ratios, ground_forces, within_a_step
 from .kinematics import KinematicMap
-from .rotation import body_angular_velocity
+from .rotation import right_jacobian
 
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
@@ -220,17 +220,14 @@ class LagrangianSystem:
         """
         b, n = q_dot.shape
         lever, eps = self.per_body["rolling_lever"], self.env.friction_regularization
-        axes = torch.eye(3, dtype=q.dtype).repeat(b, 1)
-        turn = body_angular_velocity(q[:, 3:6].repeat_interleave(3, 0), axes).reshape(b, 3, 3).transpose(1, 2)  # T
+        turn = right_jacobian(q[:, 3:6])  # T
         omega = (turn @ q_dot[:, 3:6, None])[..., 0]
         reach = torch.sqrt(lever**2 * (omega * omega).sum(-1) + eps**2).clamp(min=1e-300)
         c = pressing.clamp(min=0.0) * lever**2 / reach
         torque_map = torch.zeros(b, n, 3, dtype=q.dtype)  # J_omega^T: body torques to generalized forces
         torque_map[:, 3:6] = turn.transpose(1, 2)
-        whitened = torch.linalg.solve_triangular(chol, torque_map, upper=False)
-        gram = whitened.transpose(1, 2) @ whitened
-        finite = torch.isfinite(gram).all(-1).all(-1)  # a diverged state: NaN, for the rollout to catch
-        rate = c * torch.where(finite, torch.linalg.eigvalsh(torch.where(finite[:, None, None], gram, 0.0))[:, -1], torch.nan)
+        whitened = torch.linalg.solve_triangular(chol, torque_map, upper=False)[:, :, None]  # one "point", 3 axes
+        rate = self._fastest_rate(whitened, c[:, None], (0, 1, 2))
         c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 

@@ -114,3 +114,9 @@ def body_angular_velocity(theta: torch.Tensor, theta_dot: torch.Tensor) -> torch
     """omega_body = vee(R^T dR/dt) for R = exp(theta): the right Jacobian J_r(theta) applied to theta_dot."""
     rot, _, rot_dot, _ = exp_so3_derivatives(theta, theta_dot)
     return vee(rot.transpose(-1, -2) @ rot_dot)
+
+
+def right_jacobian(theta: torch.Tensor) -> torch.Tensor:
+    """J_r(theta) (B, 3, 3), omega_body = J_r theta_dot: column k is vee(R^T dR/dtheta_k)."""
+    rot, rot_k = exp_so3_derivatives(theta)
+    return vee(torch.einsum("bji,bjlk->bkil", rot, rot_k)).transpose(1, 2)
