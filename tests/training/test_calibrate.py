@@ -1,6 +1,7 @@
 """The calibration: its objective (the shape error sees the deformation, not where the body went), its
 stages and its store."""
 
+import itertools
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from types import SimpleNamespace
@@ -55,28 +56,38 @@ def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
 
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
-    with a yield of 0.02, as when a yield dissipates what the damping otherwise must, and a rolling
-    resistance of 0.5."""
+    with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
+    resistance of 0.5 and a restitution of 0.3."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
-                  + 0.1 * abs(material.rolling_resistance - 0.5))
+                  + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3))
         return shape, vertex, 0
     monkeypatch.setattr(calibrate, "score", score)
 
 
-def test_an_elastic_category_takes_frequency_and_damping_by_shape_error(monkeypatch):
+def test_an_articulated_category_takes_frequency_and_damping_by_shape_error(monkeypatch):
     _landscape(monkeypatch)
-    report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
+    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
     assert report["rolling_resistance"] == 0.0  # it never yields, so it never flattens a footprint
+    assert report["restitution"] == 0.0  # rigid parts: the ground's restitution is all there is
+
+
+def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_error(monkeypatch):
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
+    assert (report["frequency"], report["damping"], report["restitution"]) == (8.0, 0.5, 0.3)
+    assert report["yield_strain"] is None and report["rolling_resistance"] == 0.0
+    tried = {(t["damping"], t["restitution"]) for t in report["trials"] if t["frequency"] == 8.0}
+    assert set(itertools.product(calibrate.DAMPINGS, calibrate.RESTITUTIONS)) <= tried
 
 
 def test_a_flowing_category_takes_damping_and_yield_together_then_its_rolling_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
     report = calibrate_category(None, "continuum", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
-    assert report["rolling_resistance"] == 0.5
+    assert report["rolling_resistance"] == 0.5 and report["restitution"] == 0.0  # it yields: gives nothing back
     tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"] if t["rolling_resistance"] == 0}
     assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
 
