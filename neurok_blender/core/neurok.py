@@ -126,7 +126,7 @@ class NeuROK:
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
                 "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping,
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
-                "restitution": contact_restitution(conditions.restitution, restitution)}
+                "contact_restitution": contact_restitution(conditions.restitution, restitution)}
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
@@ -150,7 +150,7 @@ class NeuROK:
             result = simulate(v, f, dataclasses.replace(conditions, category="rigid", pull=None), progress, points)
             result.info = info
             return result
-        env = dataclasses.replace(environment(conditions, v), damping=info["damping"], restitution=info["restitution"],
+        env = dataclasses.replace(environment(conditions, v), damping=info["damping"], restitution=info["contact_restitution"],
                                   rolling_lever=info["rolling_resistance"] * float(kmap.gyration))
         system = LagrangianSystem(kmap, env)
 
@@ -181,10 +181,10 @@ def contact_restitution(ground: float, body: float) -> float:
 
     An elastic solid landing on a dead ground gives its impact back through the give of its own
     material near the contact, which the few learned coordinates cannot make: their contact stops a
-    large share of the body at once. Measured, a ball of radius 0.15 m dropped at 2 m/s onto MuJoCo's
-    critically damped ground: the flex FEM reference rebounds at 0.72 / 0.70 / 0.45 of its impact speed
-    (Young's modulus 10 / 50 / 400 kPa), the learned coordinates at 0.50 / 0.49 / 0.25 with an
-    inelastic contact (0.60 / 0.54 / 0.26 undamped). The body's share is calibrated per category
+    large share of the body at once. Measured (``benchmarks/elastic_bounce.py``), a ball of radius
+    0.15 m dropped at 2 m/s onto a dead ground rebounds at 0.71 / 0.70 / 0.44 of its impact speed in
+    the MuJoCo flex FEM reference (Young's modulus 10 / 50 / 400 kPa), at 0.61 / 0.53 / 0.24 on the
+    learned coordinates with e_body = 0. The body's share is calibrated per category
     (``training/calibrate.py``); e_body = 0 leaves the ground's alone.
     """
     return ground + (1.0 - ground) * body
