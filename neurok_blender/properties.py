@@ -122,7 +122,8 @@ class NeurokSettings(bpy.types.PropertyGroup):
                             description="Coulomb friction coefficient against the ground")
     restitution: FloatProperty(name="Bounciness", default=0.3, min=0.0, max=1.0,
                                description="Fraction of the normal speed kept after hitting the ground "
-                                           "(0 is as damped as the time step allows)")
+                                           "(0 is as damped as the time step allows); a learned body that "
+                                           "never yields adds its material's own give")
     drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
                         description="Linear air drag per unit mass (1/s)")
     integrator: EnumProperty(name="Integrator", default="rk4",

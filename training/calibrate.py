@@ -222,9 +222,9 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 
 
 def calibrate_category(model, category: str, sequences, frames: int, pool) -> dict:
-    """The frequency by shape error, then the damping by shape error or, by vertex error, for FLOWING
-    categories the damping and yield together and then the rolling resistance, for SPRINGY ones the
-    damping and restitution together (module docstring); the category's report."""
+    """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
+    together and then the rolling resistance, for SPRINGY ones the damping and restitution together;
+    for the others the damping by shape error (module docstring). Returns the category's report."""
     began, trials = time.perf_counter(), {}
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0):
@@ -249,9 +249,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool) -> di
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "shape_error": error, "vertex_error": vertex, "failed": failed,
               "sequences": [s.shape for s in sequences], "frames": frames,
-              "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": e,
-                          "shape_error": se, "vertex_error": v, "failed": n}
-                         for (f, d, y, r, e), (se, v, n) in trials.items()],
+              "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
+                          "shape_error": shape, "vertex_error": v, "failed": n}
+                         for (f, d, y, r, rest), (shape, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
           f"{restitution}, mean shape error {error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite "

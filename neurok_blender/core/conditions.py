@@ -59,7 +59,8 @@ class Conditions:
     parts -> articulated, else elastic); "rigid" keeps the rigid-only coordinates. ``stiffness`` and
     ``damping`` scale the category's default material (1 = the reference simulator's default);
     ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
-    categories whose references spring back never yield).
+    categories whose references spring back never yield). ``restitution`` is the ground's; a body that
+    never yields adds its material's (``neurok.contact_restitution``).
     """
 
     frames: int = 48
