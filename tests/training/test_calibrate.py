@@ -66,10 +66,19 @@ def _landscape(monkeypatch):
     monkeypatch.setattr(calibrate, "score", score)
 
 
-def test_an_articulated_category_takes_frequency_and_damping_by_shape_error(monkeypatch):
+def test_a_cloth_category_takes_frequency_and_damping_by_shape_error(monkeypatch):
     _landscape(monkeypatch)
-    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None)
+    report = calibrate_category(None, "cloth", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
+    assert report["rolling_resistance"] == 0.0 and report["restitution"] == 0.0
+
+
+def test_a_jointed_category_takes_its_damping_by_vertex_error_over_the_wider_grid(monkeypatch):
+    _landscape(monkeypatch)
+    monkeypatch.setattr(calibrate, "JOINT_DAMPINGS", (0.5, 512.0))
+    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None)
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, None)
+    assert {t["damping"] for t in report["trials"] if t["frequency"] == 8.0} >= {0.5, 512.0}
     assert report["rolling_resistance"] == 0.0  # it never yields, so it never flattens a footprint
     assert report["restitution"] == 0.0  # rigid parts: the ground's restitution is all there is
 
