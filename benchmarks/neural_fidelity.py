@@ -1,7 +1,7 @@
 """Neural rollouts against the reference simulators on held-out shapes and conditions.
 
     .venv/bin/python -m benchmarks.neural_fidelity CORPUS [--weights W] [--per-category 6]
-                                                   [--categories continuum ...]
+                                                   [--categories continuum ...] [--jobs 2]
 
 Each held-out sequence (a shape never trained on, its reference simulator's run) is replayed with
 the same rest mesh, conditions and material (as stiffness, damping and plasticity scales) by:
@@ -22,8 +22,10 @@ sequences) it writes neural_fidelity_<categories>.{json,md,png} and no pictures.
 
 import argparse
 import dataclasses
+import multiprocessing
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +36,7 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import diagonal, errors_over_time, pick_sequences, replay_conditions, shape_error
+from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
@@ -80,28 +82,48 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     return np.asarray(frames, dtype=np.float32)
 
 
-def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE) -> list[dict]:
-    neurok = NeuROK.load(weights, device="cpu")
-    rows = []
-    for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items():
-        if category not in categories:
+def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jobs: int = 1) -> list[dict]:
+    """A row per held-out sequence, in order; with ``jobs`` > 1 the sequences spread over that many
+    processes, each with its own copy of the model on one thread."""
+    picked = [sequence for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items()
+              if category in categories for sequence in sequences]
+    if jobs == 1:
+        neurok = NeuROK.load(weights, device="cpu")
+        return [sequence_row(neurok, sequence) for sequence in picked]
+    # spawned, not forked: a fork of a process whose OpenMP threads run can hang
+    with ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _load_worker, (weights,)) as pool:
+        return list(pool.map(_pooled_row, picked))
+
+
+def sequence_row(neurok: NeuROK, sequence) -> dict:
+    """Every variant's replay of one sequence, scored; a variant that goes non-finite keeps its error."""
+    row = {"category": sequence.category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps}
+    for variant in VARIANTS:
+        began = time.perf_counter()
+        try:
+            positions = replay(neurok, sequence, variant)
+        except SimulationError as error:
+            row[variant] = {"error": str(error)}
             continue
-        for sequence in sequences:
-            row = {"category": category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps}
-            for variant in VARIANTS:
-                began = time.perf_counter()
-                try:
-                    positions = replay(neurok, sequence, variant)
-                except SimulationError as error:
-                    row[variant] = {"error": str(error)}
-                    continue
-                row[variant] = {"over_time": errors_over_time(positions, sequence).tolist(),
-                                "chamfer_2s": chamfer_at(positions, sequence, 2.0),
-                                "shape_2s": shape_error_at(positions, sequence, 2.0),
-                                "seconds": time.perf_counter() - began}
-            rows.append(row)
-            print(category, sequence.shape, {v: _at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
-    return rows
+        row[variant] = {"over_time": errors_over_time(positions, sequence).tolist(),
+                        "chamfer_2s": chamfer_at(positions, sequence, 2.0),
+                        "shape_2s": shape_error_at(positions, sequence, 2.0),
+                        "seconds": time.perf_counter() - began}
+    print(sequence.category, sequence.shape, {v: _at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
+    return row
+
+
+_worker_neurok = None  # a pool process's own copy of the model (``_load_worker``)
+
+
+def _load_worker(weights) -> None:
+    global _worker_neurok
+    torch.set_num_threads(1)  # one core per process: the processes are the parallelism
+    _worker_neurok = NeuROK.load(weights, device="cpu")
+
+
+def _pooled_row(sequence) -> dict:
+    return sequence_row(_worker_neurok, sequence)
 
 
 def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
@@ -196,8 +218,9 @@ def main():
     parser.add_argument("--pictures", type=Path, default=Path("docs/neural"))
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
                         help="only these, written apart (neural_fidelity_<categories>) and without pictures")
+    parser.add_argument("--jobs", type=positive, default=1, help="processes replaying sequences at once")
     a = parser.parse_args()
-    rows = evaluate(a.weights, a.corpus, a.per_category, a.categories)
+    rows = evaluate(a.weights, a.corpus, a.per_category, a.categories, a.jobs)
     text = table(rows)
     print(text)
     every = set(a.categories) == set(DEFORMABLE)
