@@ -22,10 +22,8 @@ sequences) it writes neural_fidelity_<categories>.{json,md,png} and no pictures.
 
 import argparse
 import dataclasses
-import multiprocessing
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +34,8 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import pulled_coordinates
-from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
+from training.calibrate import (diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error,
+                                spawned_pool)
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
@@ -90,8 +89,7 @@ def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jo
     if jobs == 1:
         neurok = NeuROK.load(weights, device="cpu")
         return [sequence_row(neurok, sequence) for sequence in picked]
-    # spawned, not forked: a fork of a process whose OpenMP threads run can hang
-    with ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _load_worker, (weights,)) as pool:
+    with spawned_pool(jobs, _load_worker, weights) as pool:
         return list(pool.map(_pooled_row, picked))
 
 

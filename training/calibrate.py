@@ -189,6 +189,12 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
+def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
+    """``jobs`` processes, each set up by ``initializer(weights)``; spawned, not forked: a fork of a
+    process whose OpenMP threads run can hang."""
+    return ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), initializer, (weights,))
+
+
 def _pooled_errors(job) -> tuple[float, float, bool]:
     return sequence_errors(_worker_model, *job)
 
@@ -223,9 +229,7 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
               + " / ".join(f"{v:.2f}" for v in percentiles.values()), flush=True)
         report = {"reach_percentiles": percentiles, "reach_examples": len(reach)}
     chosen = pick_sequences(corpus, "train", per_category, spread)
-    pool = None
-    if jobs > 1:  # spawned, not forked: a fork of a process whose OpenMP threads run can hang
-        pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), _load_worker, (weights,))
+    pool = spawned_pool(jobs, _load_worker, weights) if jobs > 1 else None
     try:
         for category in categories:
             sequences = chosen.get(category, [])
