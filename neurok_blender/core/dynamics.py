@@ -37,7 +37,6 @@ class Environment:
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
-    stiffness_damping: torch.Tensor | float = 0.0  # s: stiffness-proportional Rayleigh factor
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     load_points: torch.Tensor | None = None  # (B, L, 3) rest positions
@@ -79,7 +78,7 @@ class LagrangianSystem:
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
-                         ("friction", "restitution", "drag", "damping", "stiffness_damping", "rolling_lever")}
+                         ("friction", "restitution", "drag", "damping", "rolling_lever")}
         self.active_loads = torch.zeros_like(self.load_vectors)
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self._factored = None  # (M, its factor): see factor
@@ -232,14 +231,9 @@ class LagrangianSystem:
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 
     def damping_matrix(self, mass_matrix):
-        """Rayleigh D = alpha P M P + beta K_rest on the deformation coordinates (P selects them)."""
+        """Rayleigh D = alpha P M P on the deformation coordinates (P selects them)."""
         p = self.elastic
-        alpha = self.per_body["damping"][:, None, None]
-        beta = self.per_body["stiffness_damping"][:, None, None]
-        d = alpha * mass_matrix * p[:, None] * p[None, :]
-        if self.rest_stiffness is not None:
-            d = d + beta * self.rest_stiffness
-        return d
+        return self.per_body["damping"][:, None, None] * mass_matrix * p[:, None] * p[None, :]
 
     def potential_gradient(self, q):
         if self.rest_stiffness is None:  # the map has no potential
@@ -284,22 +278,30 @@ class LagrangianSystem:
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
 
-    def max_frequency(self, q=None) -> float:
-        """Largest natural angular frequency (rad/s) of the contact springs and of the potential, at
-        rest and at ``q``: a pulled start sits where the potential is stiffer than at rest (the wall,
-        the decoder's curvature), and a step sized at rest blows up there."""
+    def fastest_rates(self, q=None) -> tuple[float, float]:
+        """The largest natural angular frequency (rad/s) of the contact springs and of the potential, and
+        the largest Rayleigh decay rate (1/s, top eigenvalue of M^-1 D), at rest and at ``q``: a pulled
+        start sits where the potential is stiffer than at rest (the wall, the decoder's curvature), and a
+        step sized at rest blows up there."""
         omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
-        if self.rest_stiffness is None:
-            return math.sqrt(omega2)
+        decay = 0.0
         rest = self.map.rest_coordinates()
-        for state, stiffness in [(rest, self.rest_stiffness)] + ([(q, self._stiffness(q))] if q is not None else []):
+        for state in [rest] + ([q] if q is not None else []):
             mass = self.mass_matrix(state)
-            scale = mass.diagonal(dim1=-2, dim2=-1).mean(-1)[:, None, None]
-            eye = torch.eye(state.shape[1], dtype=state.dtype)
-            inv_l = torch.linalg.inv(torch.linalg.cholesky(mass + MASS_REGULARIZATION * scale * eye))
-            sym = inv_l @ stiffness @ inv_l.transpose(-1, -2)
-            omega2 = max(omega2, float(torch.linalg.eigvalsh(sym).max()))
-        return math.sqrt(omega2)
+            chol, _ = self.factor(mass)
+            if self.deforms:
+                decay = max(decay, _top_eigenvalue(chol, self.damping_matrix(mass)))
+            if self.rest_stiffness is not None:
+                stiffness = self.rest_stiffness if state is rest else self._stiffness(state)
+                omega2 = max(omega2, _top_eigenvalue(chol, stiffness))
+        return math.sqrt(omega2), decay
+
+
+def _top_eigenvalue(chol, matrix) -> float:
+    """Largest eigenvalue of M^-1 A over the bodies, as that of the symmetric L^-1 A L^-T (M = L L^T)."""
+    half = torch.linalg.solve_triangular(chol, matrix, upper=False)
+    sym = torch.linalg.solve_triangular(chol, half.transpose(-1, -2), upper=False)
+    return float(torch.linalg.eigvalsh(sym).max())
 
 
 def _jt(jacobian, f):

@@ -15,6 +15,7 @@ MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far 
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
 STEP_PHASE = 0.5  # omega h of the stiffest spring: each step turns it by at most this (rad)
+STEP_DECAY = 1.0  # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
 
 
@@ -39,12 +40,14 @@ class Trajectory:
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE (adaptive
-    methods choose their own steps inside), and no step moves the coordinates more than
-    MAX_CHART_DRIFT within their chart."""
+    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE and the
+    fastest damped motion c h <= STEP_DECAY (adaptive methods choose their own steps inside), and no
+    step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
-    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(system.max_frequency(q) / (fps * STEP_PHASE)))
+    omega, decay = system.fastest_rates(q)
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(omega / (fps * STEP_PHASE)),
+               math.ceil(decay / (fps * STEP_DECAY)))
 
 
 def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
