@@ -63,6 +63,8 @@ import argparse
 import itertools
 import json
 import multiprocessing
+import os
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -189,10 +191,27 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
+PARENT_CHECK = 1.0  # s between a pool worker's looks at whether its parent is still there
+
+
 def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
     """``jobs`` processes, each set up by ``initializer(weights)``; spawned, not forked: a fork of a
-    process whose OpenMP threads run can hang."""
-    return ProcessPoolExecutor(jobs, multiprocessing.get_context("spawn"), initializer, (weights,))
+    process whose OpenMP threads run can hang. A worker whose parent is gone exits: the pool's own
+    shutdown only runs when the parent unwinds, and workers of a killed run went on replaying."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(jobs, context, _set_up_worker, (os.getpid(), initializer, weights))
+
+
+def _set_up_worker(parent: int, initializer, weights) -> None:
+    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+    initializer(weights)
+
+
+def _exit_without(parent: int) -> None:
+    """Exit this process once ``parent`` is no longer its parent (it died and the process was adopted)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK)
+    os._exit(1)
 
 
 def _pooled_errors(job) -> tuple[float, float, bool]:
