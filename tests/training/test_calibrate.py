@@ -126,7 +126,8 @@ def test_pool_workers_exit_when_their_parent_is_killed():
               "from training.calibrate import spawned_pool\n"
               "pool = spawned_pool(2, str, 'weights')\n"
               "futures = [pool.submit(time.sleep, 120) for _ in range(2)]\n"
-              "while len(multiprocessing.active_children()) < 2: time.sleep(0.05)\n"
+              "deadline = time.monotonic() + 60\n"
+              "while len(multiprocessing.active_children()) < 2 and time.monotonic() < deadline: time.sleep(0.05)\n"
               "print(*[p.pid for p in multiprocessing.active_children()], flush=True)\n"
               "time.sleep(120)\n")
     root = Path(__file__).resolve().parents[2]
