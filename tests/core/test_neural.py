@@ -134,12 +134,13 @@ def wobble(expansion):
     return kmap, system, q0, q_dot0
 
 
-@pytest.mark.parametrize("expansion", EXPANSIONS)
-def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_closes(expansion):
+def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_closes():
     """A Prandtl element per body: springs in series with a slider. A wobble strained past e_y leaves
     the body in a new rest shape, the springs never hold more than the yield energy, and the energy the
-    slider took is booked as dissipated."""
-    kmap, system, q0, q_dot0 = wobble(expansion)
+    slider took is booked as dissipated. On the quadratic expansion only: the flow is the same code for
+    both, the exact decoder's energy is checked above, and with it this test took 3 of the suite's 18
+    minutes (2 CPU cores)."""
+    kmap, system, q0, q_dot0 = wobble("quadratic")
     elastic = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=8)
     peak = max(float(kmap.strain(torch.as_tensor(s))) for s in elastic.coordinates[:, :, 6:])
     assert np.abs(elastic.pose["plastic_rest"]).max() == 0.0 and elastic.energy["dissipated"][-1, 0] == 0.0
