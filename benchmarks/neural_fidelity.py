@@ -116,7 +116,6 @@ _worker_neurok = None  # a pool process's own copy of the model (``_load_worker`
 
 def _load_worker(weights) -> None:
     global _worker_neurok
-    torch.set_num_threads(1)  # one core per process: the processes are the parallelism
     _worker_neurok = NeuROK.load(weights, device="cpu")
 
 

@@ -187,7 +187,6 @@ _worker_model = None  # a pool process's own copy of the model (``_load_worker``
 
 def _load_worker(weights: Path) -> None:
     global _worker_model
-    torch.set_num_threads(1)  # one core per process: the processes are the parallelism
     _worker_model = load_model(weights, "cpu")
 
 
@@ -195,15 +194,17 @@ PARENT_CHECK = 1.0  # s between a pool worker's looks at whether its parent is s
 
 
 def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
-    """``jobs`` processes, each set up by ``initializer(weights)``; spawned, not forked: a fork of a
-    process whose OpenMP threads run can hang. A worker whose parent is gone exits: the pool's own
-    shutdown only runs when the parent unwinds, and workers of a killed run went on replaying."""
+    """``jobs`` processes on one thread each (the processes are the parallelism), each set up by
+    ``initializer(weights)``; spawned, not forked: a fork of a process whose OpenMP threads run can
+    hang. A worker whose parent is gone exits: the pool's own shutdown only runs when the parent
+    unwinds, and workers of a killed run went on replaying."""
     context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(jobs, context, _set_up_worker, (os.getpid(), initializer, weights))
 
 
 def _set_up_worker(parent: int, initializer, weights) -> None:
     threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+    torch.set_num_threads(1)
     initializer(weights)
 
 

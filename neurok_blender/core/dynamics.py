@@ -285,6 +285,8 @@ class LagrangianSystem:
         step sized at rest blows up there."""
         omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
         decay = 0.0
+        if not self.deforms and self.rest_stiffness is None:  # a rigid map: no potential, no Rayleigh damping
+            return math.sqrt(omega2), decay
         rest = self.map.rest_coordinates()
         for state in [rest] + ([q] if q is not None else []):
             mass = self.mass_matrix(state)

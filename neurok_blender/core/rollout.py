@@ -15,7 +15,8 @@ MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far 
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
 STEP_PHASE = 0.5  # omega h of the stiffest spring: each step turns it by at most this (rad)
-STEP_DECAY = 1.0  # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
+# c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
+STEP_DECAY = 1.0
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
 
 
