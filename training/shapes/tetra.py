@@ -9,6 +9,7 @@ exactly from its seeds, fills its star-shaped procedural solids with ``layered_t
 import contextlib
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -17,7 +18,7 @@ def tetrahedralize(vertices: np.ndarray, faces: np.ndarray, edge_length: float =
     """Tets filling the surface; ``edge_length`` is relative to the bounding-box diagonal."""
     import wildmeshing
 
-    with _quiet_stdout():  # TetWild prints its progress from C++, past Python's sys.stdout/stderr
+    with tetwild_scratch():
         tet = wildmeshing.Tetrahedralizer(stop_quality=10, edge_length_r=edge_length, max_threads=1)
         tet.set_log_level(6)
         tet.set_mesh(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int32))
@@ -91,12 +92,14 @@ def embed(points: np.ndarray, tet_points: np.ndarray, tets: np.ndarray, chunk: i
 
 
 @contextlib.contextmanager
-def _quiet_stdout():
-    """Silence file descriptors 1 and 2 (TetWild logs to both from C++); Python exceptions still rise."""
+def tetwild_scratch():
+    """Run TetWild quietly in a scratch folder: it prints its progress from C++ to file descriptors 1
+    and 2, past Python's sys.stdout/stderr, and writes __tracked_surface.stl into the working
+    directory. Python exceptions still rise."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
-    with open(os.devnull, "w") as null:
+    with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch), open(os.devnull, "w") as null:
         os.dup2(null.fileno(), 1)
         os.dup2(null.fileno(), 2)
         try:
