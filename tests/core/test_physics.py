@@ -224,7 +224,7 @@ def test_rolling_resistance_slows_a_rolling_ball_at_the_analytic_rate():
     inertia = (weights * (shell[:, 0] ** 2 + shell[:, 2] ** 2)).sum()  # about the y axis it rolls on
     q0 = torch.tensor([[*center, 0.0, 0.0, 0.0]], dtype=torch.float64)
     q_dot0 = torch.tensor([[speed, 0.0, 0.0, 0.0, speed / radius, 0.0]], dtype=torch.float64)
-    fps, frames = 60, 61
+    fps, frames = 60, 31  # half a second: measured 0.2 % off the analytic rate (0.4 % over a second)
     rolled = {}
     for arm in (0.0, lever):
         kmap = RigidBodyMap([center], [shell + center], [weights])
