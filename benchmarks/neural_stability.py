@@ -1,25 +1,30 @@
 """Stability of long neural rollouts: 1000 frames of each held-out sequence's own conditions.
 
     .venv/bin/python -m benchmarks.neural_stability CORPUS [--weights W] [--per-category N] [--frames 1000]
+                                                     [--categories elastic ...] [--jobs 2]
 
 Each held-out shape replays its sequence's conditions (velocity, spin, pull, forces, ground) for
 1000 frames (about 42 s at 24 fps) and must stay finite and bounded. A run counts as exploding when
 the body's extent (the diagonal of its vertices' bounding box, which no motion of a whole body
 changes) grows past EXPLODED times its rest diagonal. Resumable: each finished run is appended to
-out/neural_stability.jsonl and skipped on the next start. Writes benchmarks/results/neural_stability.{json,md}.
+out/neural_stability.jsonl and skipped on the next start, so a run over every held-out shape (hours)
+can go on across sessions; ``--jobs`` spreads the runs over that many processes, one thread each.
+Writes benchmarks/results/neural_stability.{json,md}, with ``--categories`` neural_stability_<categories>.
 """
 
 import argparse
 import json
 import time
 from collections import defaultdict
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import write_results
 from neurok_blender.core import NeuROK, SimulationError
-from training.calibrate import pick_sequences, replay_conditions
+from neurok_blender.core.conditions import DEFORMABLE
+from training.calibrate import pick_sequences, positive, replay_conditions, spawned_pool
 
 EXPLODED = 3.0
 
@@ -57,15 +62,42 @@ def table(rows: list[dict], frames: int) -> str:
     return "\n".join(lines)
 
 
+def runs(weights, sequences: list, frames: int, jobs: int):
+    """(sequence, its row) as each run finishes; with ``jobs`` > 1 over that many processes."""
+    if jobs == 1:
+        neurok = NeuROK.load(weights, device="cpu")
+        for sequence in sequences:
+            yield sequence, stability(neurok, sequence, frames)
+        return
+    with spawned_pool(jobs, _load_worker, weights) as pool:
+        pending = {pool.submit(_pooled_stability, sequence, frames): sequence for sequence in sequences}
+        for done in as_completed(pending):
+            yield pending[done], done.result()
+
+
+_worker_neurok = None  # a pool process's own copy of the model (``_load_worker``)
+
+
+def _load_worker(weights) -> None:
+    global _worker_neurok
+    _worker_neurok = NeuROK.load(weights, device="cpu")
+
+
+def _pooled_stability(sequence, frames: int) -> dict:
+    return stability(_worker_neurok, sequence, frames)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--per-category", type=int, default=None, help="default: every held-out sequence")
     parser.add_argument("--frames", type=int, default=1000)
+    parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
+                        help="only these, written apart (neural_stability_<categories>)")
+    parser.add_argument("--jobs", type=positive, default=1, help="processes rolling out at once")
     parser.add_argument("--progress", type=Path, default=Path("out/neural_stability.jsonl"))
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
     a.progress.parent.mkdir(parents=True, exist_ok=True)
     done = {}
     if a.progress.exists():
@@ -73,21 +105,24 @@ def main():
             row = json.loads(line)
             if row["frames"] == a.frames:
                 done[(row["category"], row["shape"], row["seed"])] = row
-    rows = []
-    chosen = pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1)
-    for category, sequences in chosen.items():
-        for sequence in sequences:
-            key = (category, sequence.shape, sequence.seed)
-            if key not in done:
-                done[key] = {"category": category, "shape": sequence.shape, "seed": sequence.seed, "frames": a.frames,
-                             **stability(neurok, sequence, a.frames)}
-                with a.progress.open("a") as log:
-                    log.write(json.dumps(done[key]) + "\n")
-                print(done[key], flush=True)
-            rows.append(done[key])
+    chosen = [sequence for category, sequences in
+              pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1).items()
+              if category in a.categories for sequence in sequences]
+    key = {id(sequence): (sequence.category, sequence.shape, sequence.seed) for sequence in chosen}
+    todo = [sequence for sequence in chosen if key[id(sequence)] not in done]
+    print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
+    for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
+        category, shape, seed = key[id(sequence)]
+        done[key[id(sequence)]] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
+        with a.progress.open("a") as log:
+            log.write(json.dumps(row) + "\n")
+        print(row, flush=True)
+    rows = [done[key[id(sequence)]] for sequence in chosen]
     text = table(rows, a.frames)
     print(text)
-    write_results("neural_stability", text, rows=rows)
+    every = set(a.categories) == set(DEFORMABLE)
+    write_results("neural_stability" if every else
+                  "neural_stability_" + "_".join(c for c in DEFORMABLE if c in a.categories), text, rows=rows)
 
 
 if __name__ == "__main__":
