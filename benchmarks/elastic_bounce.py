@@ -8,7 +8,10 @@ through its own elasticity. Reported per Young's modulus: the rebound speed of t
 its impact speed, for the MuJoCo flex FEM reference (``training/reference/elastic.py``), the neural
 solver with the shipped elastic material, the same with the material's contact restitution set to 0
 (what its learned coordinates alone store, ``neurok_blender/core/neurok.py: contact_restitution``),
-and the rigid solver (0: nothing to give back). Writes benchmarks/results/elastic_bounce.{json,md}.
+and the rigid solver (0: nothing to give back); per flex damping too (the reference's damping is
+stiffness-proportional, beta K; the corpus draws beta from 0.5-5 ms), which the neural solver takes
+as its damping scale (``training/reference/scales.py``, ``neurok.body_restitution``).
+Writes benchmarks/results/elastic_bounce.{json,md}.
 """
 
 import argparse
@@ -24,6 +27,7 @@ from training.reference.scales import material_conditions
 from training.shapes.solids import uv_sphere
 
 YOUNGS = (1e4, 5e4, 4e5)  # Pa: the held-out elastic sequences span 10-390 kPa
+FLEX_DAMPINGS = (5e-4, 2e-3, 5e-3)  # s: the corpus's range and the default
 RADIUS, SPEED, FPS, FRAMES = 0.15, 2.0, 480.0, 96
 
 
@@ -34,11 +38,11 @@ def rebound(heights: np.ndarray) -> float:
     return float(vz[impact:].max() / -vz[impact])
 
 
-def measure(neurok: NeuROK, vertices, faces, young: float) -> dict:
-    material = ElasticMaterial(young=young)
+def measure(neurok: NeuROK, vertices, faces, young: float, damping: float) -> dict:
+    material = ElasticMaterial(young=young, damping=damping)
     conditions = Conditions(frames=FRAMES, fps=FPS, velocity=(0.0, 0.0, -SPEED), ground_height=0.0,
                             friction=material.friction, restitution=0.0)
-    row = {"young": young}
+    row = {"young": young, "damping": damping}
     began = time.perf_counter()
     row["reference"] = rebound(simulate_elastic(vertices, faces, material, conditions).center[:, 2])
     neural = dataclasses.replace(conditions, category="elastic", **material_conditions("elastic", vars(material)))
@@ -60,12 +64,16 @@ def main():
     vertices = vertices * RADIUS + [0.0, 0.0, RADIUS + 0.01]
     rows = []
     for young in YOUNGS:
-        rows.append(measure(neurok, vertices, faces, young))
-        print(rows[-1], flush=True)
+        for damping in FLEX_DAMPINGS:
+            rows.append(measure(neurok, vertices, faces, young, damping))
+            print(rows[-1], flush=True)
     names = ("reference", "neural", "neural, dead contact", "rigid only")
-    lines = ["| Young's modulus (kPa) | " + " | ".join(names) + " |", "|---:|" + "---:|" * len(names)]
-    lines += [f"| {r['young'] / 1e3:g} | " + " | ".join(f"{r[n]:.2f}" for n in names) + " |" for r in rows]
-    text = "\n".join(lines)
+    lines = ["| Young's modulus (kPa) | flex damping (ms) | " + " | ".join(names) + " |",
+             "|---:|---:|" + "---:|" * len(names)]
+    lines += [f"| {r['young'] / 1e3:g} | {r['damping'] * 1e3:g} | " + " | ".join(f"{r[n]:.2f}" for n in names) + " |"
+              for r in rows]
+    error = np.mean([abs(r["neural"] - r["reference"]) for r in rows])
+    text = "\n".join(lines) + f"\n\nMean |neural - reference|: {error:.3f}"
     print(text)
     write_results("elastic_bounce", text, rows=rows, material=dataclasses.asdict(neurok.materials["elastic"]))
 
