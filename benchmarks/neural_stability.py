@@ -62,6 +62,11 @@ def table(rows: list[dict], frames: int) -> str:
     return "\n".join(lines)
 
 
+def key_of(sequence) -> tuple:
+    """What identifies a run in the progress file."""
+    return sequence.category, sequence.shape, sequence.seed
+
+
 def runs(weights, sequences: list, frames: int, jobs: int):
     """(sequence, its row) as each run finishes; with ``jobs`` > 1 over that many processes."""
     if jobs == 1:
@@ -108,16 +113,15 @@ def main():
     chosen = [sequence for category, sequences in
               pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1).items()
               if category in a.categories for sequence in sequences]
-    key = {id(sequence): (sequence.category, sequence.shape, sequence.seed) for sequence in chosen}
-    todo = [sequence for sequence in chosen if key[id(sequence)] not in done]
+    todo = [sequence for sequence in chosen if key_of(sequence) not in done]
     print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
     for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
-        category, shape, seed = key[id(sequence)]
-        done[key[id(sequence)]] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
+        category, shape, seed = key_of(sequence)
+        done[key_of(sequence)] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
         with a.progress.open("a") as log:
             log.write(json.dumps(row) + "\n")
         print(row, flush=True)
-    rows = [done[key[id(sequence)]] for sequence in chosen]
+    rows = [done[key_of(sequence)] for sequence in chosen]
     text = table(rows, a.frames)
     print(text)
     every = set(a.categories) == set(DEFORMABLE)
