@@ -111,3 +111,20 @@ def test_elastic_reference_repeats_exactly_and_refuses_bad_meshes():
         reference_simulate(np.where(np.arange(len(v))[:, None] == 3, np.nan, v), f, "elastic")
     with pytest.raises(ValueError, match="no triangle"):
         reference_simulate(np.vstack([v, [[9.0, 9.0, 9.0]]]), f, "articulated")
+
+
+def test_mujoco_warnings_are_logged_and_counted_not_written_to_the_working_folder(tmp_path, monkeypatch, caplog):
+    import mujoco
+
+    import training.reference.stability  # noqa: F401 (installs the handler)
+
+    monkeypatch.chdir(tmp_path)
+    model = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><freejoint/><geom size="0.1"/></body>'
+                                           '</worldbody></mujoco>')
+    data = mujoco.MjData(model)
+    data.qvel[:] = np.nan
+    with caplog.at_level("WARNING", logger="mujoco"):
+        mujoco.mj_step(model, data)
+    assert data.warning[mujoco.mjtWarning.mjWARN_BADQVEL].number == 1
+    assert "QVEL" in caplog.text
+    assert not any(tmp_path.iterdir())  # no MUJOCO_LOG.TXT
