@@ -13,3 +13,19 @@ def write_results(name: str, table: str, machine: str | None = None, **payload) 
     (RESULTS / f"{name}.json").write_text(
         json.dumps({"machine": machine or platform.platform(), **payload}, indent=1, default=str))
     (RESULTS / f"{name}.md").write_text(table + "\n")
+
+
+_worker_neurok = None  # a pool process's own copy of the model (``load_worker_neurok``)
+
+
+def load_worker_neurok(weights) -> None:
+    """Pool initializer (``training.calibrate.spawned_pool``): load the model once per process."""
+    global _worker_neurok
+    from neurok_blender.core import NeuROK
+
+    _worker_neurok = NeuROK.load(weights, device="cpu")
+
+
+def worker_neurok():
+    """The model ``load_worker_neurok`` loaded in this pool process."""
+    return _worker_neurok

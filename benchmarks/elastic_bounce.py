@@ -10,7 +10,7 @@ solver with the shipped elastic material, the same with the material's contact r
 (what its learned coordinates alone store, ``neurok_blender/core/neurok.py: contact_restitution``),
 and the rigid solver (0: nothing to give back); per flex damping too (the reference's damping is
 stiffness-proportional, beta K; the corpus draws beta from 0.5-5 ms), which the neural solver takes
-as its damping scale (``training/reference/scales.py``, ``neurok.body_restitution``).
+as its damping scale (``training/reference/scales.py``).
 Writes benchmarks/results/elastic_bounce.{json,md}.
 """
 

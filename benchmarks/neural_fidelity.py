@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import RESULTS, write_results
+from benchmarks import RESULTS, load_worker_neurok, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
@@ -89,7 +89,7 @@ def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jo
     if jobs == 1:
         neurok = NeuROK.load(weights, device="cpu")
         return [sequence_row(neurok, sequence) for sequence in picked]
-    with spawned_pool(jobs, _load_worker, weights) as pool:
+    with spawned_pool(jobs, load_worker_neurok, weights) as pool:
         return list(pool.map(_pooled_row, picked))
 
 
@@ -111,16 +111,8 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
     return row
 
 
-_worker_neurok = None  # a pool process's own copy of the model (``_load_worker``)
-
-
-def _load_worker(weights) -> None:
-    global _worker_neurok
-    _worker_neurok = NeuROK.load(weights, device="cpu")
-
-
 def _pooled_row(sequence) -> dict:
-    return sequence_row(_worker_neurok, sequence)
+    return sequence_row(worker_neurok(), sequence)
 
 
 def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:

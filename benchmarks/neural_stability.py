@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import write_results
+from benchmarks import load_worker_neurok, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from training.calibrate import pick_sequences, positive, replay_conditions, spawned_pool
@@ -74,22 +74,14 @@ def runs(weights, sequences: list, frames: int, jobs: int):
         for sequence in sequences:
             yield sequence, stability(neurok, sequence, frames)
         return
-    with spawned_pool(jobs, _load_worker, weights) as pool:
+    with spawned_pool(jobs, load_worker_neurok, weights) as pool:
         pending = {pool.submit(_pooled_stability, sequence, frames): sequence for sequence in sequences}
         for done in as_completed(pending):
             yield pending[done], done.result()
 
 
-_worker_neurok = None  # a pool process's own copy of the model (``_load_worker``)
-
-
-def _load_worker(weights) -> None:
-    global _worker_neurok
-    _worker_neurok = NeuROK.load(weights, device="cpu")
-
-
 def _pooled_stability(sequence, frames: int) -> dict:
-    return stability(_worker_neurok, sequence, frames)
+    return stability(worker_neurok(), sequence, frames)
 
 
 def main():

@@ -9,7 +9,6 @@ on its bounding box, with its largest side ``EXTENT`` long.
 """
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import multiprocessing.connection
