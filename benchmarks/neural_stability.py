@@ -9,13 +9,15 @@ the body's extent (the diagonal of its vertices' bounding box, which no motion o
 changes) grows past EXPLODED times its rest diagonal. Resumable: each finished run is appended to
 out/neural_stability.jsonl and skipped on the next start, so a run over every held-out shape (hours)
 can go on across sessions; ``--jobs`` spreads the runs over that many processes, one thread each.
-Writes benchmarks/results/neural_stability.{json,md}, with ``--categories`` neural_stability_<categories>.
+Writes benchmarks/results/neural_stability.{json,md}, with ``--categories`` neural_stability_<categories>;
+``--report`` rolls nothing out and writes the table of the runs done so far, each category's count
+against its held-out sequences (a run over every shape spans sessions).
 """
 
 import argparse
 import json
 import time
-from collections import defaultdict
+from collections import Counter
 from concurrent.futures import as_completed
 from pathlib import Path
 
@@ -47,18 +49,19 @@ def stability(neurok: NeuROK, sequence, frames: int) -> dict:
             "substeps": result.substeps, "seconds": time.perf_counter() - began}
 
 
-def table(rows: list[dict], frames: int) -> str:
-    groups = defaultdict(list)
-    for r in rows:
-        groups[r["category"]].append(r)
+def table(rows: list[dict], frames: int, held_out: dict[str, int]) -> str:
+    """One line per category and one for all: runs done of the held-out sequences chosen, failures, growth."""
+    groups = {category: [r for r in rows if r["category"] == category] for category in held_out}
     groups["all"] = rows
+    held_out = {**held_out, "all": sum(held_out.values())}
     lines = [f"| category | runs of {frames} frames | non-finite | exploding | largest extent growth | s per run |",
              "|---|---:|---:|---:|---:|---:|"]
     for category, group in groups.items():
         growth = [r["max_extent_growth"] for r in group if r["finite"]]
-        lines.append(f"| {category} | {len(group)} | {sum(not r['finite'] for r in group)} | "
-                     f"{sum(r['exploded'] for r in group)} | {max(growth) if growth else float('nan'):.2f} | "
-                     f"{np.mean([r['seconds'] for r in group]):.0f} |")
+        largest = f"{max(growth):.2f}" if growth else "-"
+        seconds = f"{np.mean([r['seconds'] for r in group]):.0f}" if group else "-"
+        lines.append(f"| {category} | {len(group)} of {held_out[category]} | {sum(not r['finite'] for r in group)} | "
+                     f"{sum(r['exploded'] for r in group)} | {largest} | {seconds} |")
     return "\n".join(lines)
 
 
@@ -69,6 +72,8 @@ def key_of(sequence) -> tuple:
 
 def runs(weights, sequences: list, frames: int, jobs: int):
     """(sequence, its row) as each run finishes; with ``jobs`` > 1 over that many processes."""
+    if not sequences:
+        return
     if jobs == 1:
         neurok = NeuROK.load(weights, device="cpu")
         for sequence in sequences:
@@ -94,6 +99,7 @@ def main():
                         help="only these, written apart (neural_stability_<categories>)")
     parser.add_argument("--jobs", type=positive, default=1, help="processes rolling out at once")
     parser.add_argument("--progress", type=Path, default=Path("out/neural_stability.jsonl"))
+    parser.add_argument("--report", action="store_true", help="roll nothing out: the table of the runs done so far")
     a = parser.parse_args()
     a.progress.parent.mkdir(parents=True, exist_ok=True)
     done = {}
@@ -105,7 +111,7 @@ def main():
     chosen = [sequence for category, sequences in
               pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1).items()
               if category in a.categories for sequence in sequences]
-    todo = [sequence for sequence in chosen if key_of(sequence) not in done]
+    todo = [] if a.report else [sequence for sequence in chosen if key_of(sequence) not in done]
     print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
     for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
         category, shape, seed = key_of(sequence)
@@ -113,8 +119,8 @@ def main():
         with a.progress.open("a") as log:
             log.write(json.dumps(row) + "\n")
         print(row, flush=True)
-    rows = [done[key_of(sequence)] for sequence in chosen]
-    text = table(rows, a.frames)
+    rows = [done[key_of(sequence)] for sequence in chosen if key_of(sequence) in done]
+    text = table(rows, a.frames, Counter(sequence.category for sequence in chosen))
     print(text)
     every = set(a.categories) == set(DEFORMABLE)
     write_results("neural_stability" if every else
