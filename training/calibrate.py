@@ -64,7 +64,6 @@ import itertools
 import json
 import multiprocessing
 import os
-import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -81,6 +80,7 @@ from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
 from training.examples import collate, make_example, rigid_alignment
+from training.parent_watch import exit_with_parent
 from training.reference.scales import material_conditions
 from training.train import batch_tensors, load_corpus, usable
 
@@ -190,9 +190,6 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
-PARENT_CHECK = 1.0  # s between a pool worker's looks at whether its parent is still there
-
-
 def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
     """``jobs`` processes on one thread each (the processes are the parallelism), each set up by
     ``initializer(weights)``; spawned, not forked: a fork of a process whose OpenMP threads run can
@@ -203,16 +200,9 @@ def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
 
 
 def _set_up_worker(parent: int, initializer, weights) -> None:
-    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+    exit_with_parent(parent)
     torch.set_num_threads(1)
     initializer(weights)
-
-
-def _exit_without(parent: int) -> None:
-    """Exit this process once ``parent`` is no longer its parent (it died and the process was adopted)."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK)
-    os._exit(1)
 
 
 def _pooled_errors(job) -> tuple[float, float, bool]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from training.corpus import articulated, cloth, continuum, elastic
 from training.corpus.shards import write_manifest, write_shard
+from training.parent_watch import exit_with_parent
 
 SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth,
             "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic}
@@ -30,6 +31,16 @@ GENERATORS = {name: module.GENERATOR for name, module in
 
 def shard_path(out: Path, category: str, split: str, index: int) -> Path:
     return out / f"{category}-{split}-{index:05d}.npz"
+
+
+def worker_pool(workers: int):
+    """Spawned workers, each on a core of its own and ending with this process (``parent_watch``)."""
+    return multiprocessing.get_context("spawn").Pool(workers, initializer=_set_up_worker, initargs=(os.getpid(),))
+
+
+def _set_up_worker(parent: int) -> None:
+    exit_with_parent(parent)
+    pin_to_one_core()
 
 
 def pin_to_one_core():
@@ -80,7 +91,7 @@ def generate(out: Path, category: str, counts: dict[str, int], size: int, worker
     todo = list(jobs(out, category, counts, size))
     began, done = time.perf_counter(), 0
     print(f"{category}: {len(todo)} shards to make in {out}", flush=True)
-    with multiprocessing.get_context("spawn").Pool(workers, initializer=pin_to_one_core) as pool:
+    with worker_pool(workers) as pool:
         for path, n, failed, seconds in pool.imap_unordered(make_shard, todo):
             done += n
             rate = done / (time.perf_counter() - began) * 3600

@@ -2,12 +2,6 @@
 stages and its store."""
 
 import itertools
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -117,39 +111,3 @@ def test_replays_in_worker_processes_score_as_in_this_one(tmp_path):
     assert here[2] == pooled[2] == 0
     np.testing.assert_allclose(pooled[:2], here[:2], rtol=1e-6)
     assert here[1] > 0  # the replays moved: a real comparison
-
-
-def test_pool_workers_exit_when_their_parent_is_killed():
-    """A killed calibration or benchmark must not leave its workers replaying (they had gone on for
-    minutes): each worker watches its parent."""
-    script = ("import multiprocessing, time\n"
-              "from training.calibrate import spawned_pool\n"
-              "pool = spawned_pool(2, str, 'weights')\n"
-              "futures = [pool.submit(time.sleep, 120) for _ in range(2)]\n"
-              "deadline = time.monotonic() + 60\n"
-              "while len(multiprocessing.active_children()) < 2 and time.monotonic() < deadline: time.sleep(0.05)\n"
-              "print(*[p.pid for p in multiprocessing.active_children()], flush=True)\n"
-              "time.sleep(120)\n")
-    root = Path(__file__).resolve().parents[2]
-    parent = subprocess.Popen([sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, text=True)
-    workers = [int(pid) for pid in parent.stdout.readline().split()]
-    try:
-        assert len(workers) == 2 and all(_running(pid) for pid in workers)
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 10 * calibrate.PARENT_CHECK
-        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_running(pid) for pid in workers)
-    finally:
-        parent.kill()
-        for pid in filter(_running, workers):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie (an adopted child its new parent has not reaped yet)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
