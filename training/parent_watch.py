@@ -1,8 +1,8 @@
 """Pool workers that end with their parent.
 
 A pool's own shutdown runs only when its parent unwinds: workers of a killed calibration, benchmark
-or corpus run were adopted by init and went on simulating for minutes (a corpus worker kept a core
-busy for a whole cloth shard after its parent was gone).
+or corpus run were adopted by init and went on simulating (replays for minutes; corpus workers were
+found busy on a core after their killed parent had gone).
 """
 
 import os
