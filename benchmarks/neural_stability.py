@@ -114,12 +114,12 @@ def main():
     todo = [] if a.report else [sequence for sequence in chosen if key_of(sequence) not in done]
     print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
     for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
-        category, shape, seed = key_of(sequence)
-        done[key_of(sequence)] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
+        key = key_of(sequence)
+        done[key] = row = {**dict(zip(("category", "shape", "seed"), key)), "frames": a.frames, **result}
         with a.progress.open("a") as log:
             log.write(json.dumps(row) + "\n")
         print(row, flush=True)
-    rows = [done[key_of(sequence)] for sequence in chosen if key_of(sequence) in done]
+    rows = [done[key] for key in map(key_of, chosen) if key in done]
     text = table(rows, a.frames, Counter(sequence.category for sequence in chosen))
     print(text)
     every = set(a.categories) == set(DEFORMABLE)
