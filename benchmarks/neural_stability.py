@@ -114,8 +114,8 @@ def main():
     todo = [] if a.report else [sequence for sequence in chosen if key_of(sequence) not in done]
     print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
     for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
-        key = key_of(sequence)
-        done[key] = row = {**dict(zip(("category", "shape", "seed"), key)), "frames": a.frames, **result}
+        category, shape, seed = key = key_of(sequence)
+        done[key] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
         with a.progress.open("a") as log:
             log.write(json.dumps(row) + "\n")
         print(row, flush=True)
