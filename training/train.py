@@ -2,13 +2,19 @@
 
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
                                         [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
+                                        [--kl-warmup STEPS]
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
-latent. Resumable: OUT/checkpoint.pt (model, optimizer, step) is rewritten every --save-every steps
+latent. With --kl-warmup the KL weight ramps linearly from 0 to its value over that many steps
+(KL annealing, Bowman et al. 2016): trained from scratch at weight 1.0 the posterior collapsed onto
+the prior (held-out KL 0.06-7 nats over 3,000 steps, held-out vertex error 5.3 % of the diagonal at
+step 2,975 against 5.9 % at step 25; the shipped run, weight 0.01 on the previous corpus, had 3.8 %
+at step 3,000), where the same weight reached by fine-tuning trained weights kept 3.5 nats and
+2.8 %. Resumable: OUT/checkpoint.pt (model, optimizer, step) is rewritten every --save-every steps
 and the same command continues from it; every batch and the posterior's noise are drawn from
-generators seeded by (seed, step), so a resumed run repeats an uninterrupted one exactly. OUT/log.jsonl gets the
-losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
+generators seeded by (seed, step), so a resumed run repeats an uninterrupted one exactly.
+OUT/log.jsonl gets the losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
 """
 
 import argparse
@@ -80,7 +86,7 @@ def draw_batch(items, seed: int, step: int, size: int, config: ModelConfig, augm
 
 def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
-          until: int | None = None, kl_weight: float = KL_WEIGHT) -> Path:
+          until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
     earlier, resumably. Returns the path of the model file."""
     out.mkdir(parents=True, exist_ok=True)
@@ -93,8 +99,9 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         payload = read_checkpoint(checkpoint)
         if payload["config"] != model.config_dict():
             raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
-        if payload["about"].get("kl_weight", KL_WEIGHT) != kl_weight:
-            raise ValueError(f"{checkpoint} was trained with KL weight {payload['about'].get('kl_weight', KL_WEIGHT)}")
+        for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0)):
+            if payload["about"].get(name, default) != value:
+                raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
         model.load_state_dict(payload["weights"])
         optimizer.load_state_dict(payload["optimizer"])
         step, elapsed = payload["step"], payload["about"]["seconds"]
@@ -107,7 +114,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
 
     def about():
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
-                "batch": batch, "seed": seed, "device": str(device), "kl_weight": kl_weight}
+                "batch": batch, "seed": seed, "device": str(device), "kl_weight": kl_weight, "kl_warmup": kl_warmup}
 
     began = time.perf_counter() - elapsed
     with (out / "log.jsonl").open("a") as log:
@@ -116,8 +123,9 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
                 group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
             model.train()
             torch.manual_seed(seed * 1_000_003 + step)  # the posterior's noise, per step
+            weight = kl_weight * min(1.0, (step + 1) / kl_warmup) if kl_warmup else kl_weight
             values = losses(model, batch_tensors(model, draw_batch(items, seed, step, batch, config), device),
-                            kl_weight=kl_weight)
+                            kl_weight=weight)
             optimizer.zero_grad()
             values["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -127,8 +135,9 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             if step % log_every == 0 or step == steps:
                 model.eval()
                 with torch.no_grad():
-                    held = losses(model, validation, sample=False, kl_weight=kl_weight)
-                row = {"step": step, "seconds": round(elapsed, 1), **{k: v.item() for k, v in values.items()},
+                    held = losses(model, validation, sample=False, kl_weight=weight)
+                row = {"step": step, "seconds": round(elapsed, 1), "kl_weight": weight,
+                       **{k: v.item() for k, v in values.items()},
                        "heldout_vertex_error": float(held["vertex_error"]), "heldout_kl": float(held["kl"])}
                 log.write(json.dumps(row) + "\n")
                 log.flush()
@@ -156,9 +165,10 @@ def main():
     parser.add_argument("--displacement", action="store_true", help="the ablation: plain displacements, no dual quaternions")
     parser.add_argument("--kl-weight", type=float, default=KL_WEIGHT,
                         help="weight of the KL term against the reconstruction in units of (1 %% of the diagonal)^2")
+    parser.add_argument("--kl-warmup", type=int, default=0, help="ramp the KL weight from 0 over this many steps")
     a = parser.parse_args()
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, ModelConfig(dual_quaternion=not a.displacement),
-          hours=a.hours, until=a.until, kl_weight=a.kl_weight)
+          hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from neurok_blender.core.checkpoint import load_model
@@ -44,3 +45,19 @@ def test_training_logs_saves_and_resumes_exactly(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "whole" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [2, 4, 6]
     assert all(np.isfinite(r["loss"]) and 0 < r["heldout_vertex_error"] < 1 for r in rows)
+
+
+def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    out = tmp_path / "run"
+    train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0, kl_warmup=4,
+          until=2)
+    with pytest.raises(ValueError, match="kl_warmup"):
+        train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0)
+    train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0, kl_warmup=4)
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["kl_weight"] for r in rows] == [0.5, 1.0, 1.5, 2.0]
+    assert all(abs(r["loss"] - r["reconstruction"] - r["kl_weight"] * r["kl"]) < 1e-3 * r["loss"] for r in rows)
