@@ -1,7 +1,7 @@
 """Measure each category's default material for the neural solver against the reference simulators.
 
     python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--spread 7] [--jobs 1]
-                                 [--categories continuum ...] [--frequencies 32]
+                                 [--categories continuum ...] [--frequencies 32] [--dampings 128]
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
 damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
@@ -48,6 +48,12 @@ impact and gives it back: with the shape-chosen 8 /s four of the 12 rose 0.075-0
 were behind rigid motion on 10 of the 12 (0.29 against 0.14 of the diagonal). On 6 training
 sequences of 48 frames the damping hardly moves the vertex error (0.888-0.953 over 2-512 /s, least at
 128 /s; rigid motion alone 0.680, with the same shape error, 0.085): it is not what keeps them behind.
+They get a yield strain with it, chosen together as for the continuum: the references' joints are
+free (no spring, a weak damping), so a body that an impact or a pull has bent keeps its new pose,
+where the learned potential springs it back and launches it; past the yield the rest shape flows to
+the pose (on the same six at 128 /s: 0.891 without a yield, 0.874 at 0.05, 0.788 at 0.02, 0.805 at
+0.01, 0.815 at 0.005; the shape error 0.0853-0.0868). Rigid links flatten no footprint: no rolling
+resistance.
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -92,7 +98,7 @@ YIELDS = (None, 0.05, 0.02, 0.01, 0.005)  # strain e of neural.py; None never yi
 ROLLINGS = (0.0, 0.25, 0.5, 1.0, 2.0)  # footprint lever arm over the radius of gyration (dynamics.py)
 SPRINGY = ("elastic",)  # categories whose references are elastic solids: they get a contact restitution
 RESTITUTIONS = (0.0, 0.15, 0.3, 0.5)  # the body's share of the contact's restitution (neurok.py)
-JOINTED = ("articulated",)  # categories whose references are rigid links on joints: damping by vertex error
+JOINTED = ("articulated",)  # categories whose references are rigid links on free joints: damping and yield by vertex error
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -226,7 +232,7 @@ def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.
 
 
 def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categories=DEFORMABLE,
-              spread: int = 7, jobs: int = 1, frequencies=FREQUENCIES) -> dict:
+              spread: int = 7, jobs: int = 1, frequencies=FREQUENCIES, dampings=None) -> dict:
     """The materials of ``categories`` and, when all are calibrated, the latent reach: a property of
     the model over the whole corpus, which a run on some categories (often on a corpus of only those)
     leaves to the previous report."""
@@ -245,18 +251,20 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
             sequences = chosen.get(category, [])
             if not sequences:
                 raise ValueError(f"no usable {category} training sequences in {corpus}")
-            report[category] = calibrate_category(model, category, sequences, frames, pool, frequencies)
+            report[category] = calibrate_category(model, category, sequences, frames, pool, frequencies, dampings)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)  # an interrupted calibration does not wait for queued replays
     return report
 
 
-def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES) -> dict:
+def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
+                       dampings=None) -> dict:
     """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
-    together and then the rolling resistance, for SPRINGY ones the damping and restitution together,
-    for JOINTED ones the damping over a wider grid; for the others the damping by shape error (module
-    docstring). Returns the category's report."""
+    together and then the rolling resistance, for JOINTED ones the damping over a wider grid and the
+    yield together, for SPRINGY ones the damping and restitution together; for the others the damping
+    by shape error (module docstring). ``dampings`` replaces the category's damping grid. Returns the
+    category's report."""
     began, trials = time.perf_counter(), {}
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0):
@@ -267,18 +275,19 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                   f"restitution {restitution}: shape error {result[0]:.4f}, vertex error {result[1]:.4f}", flush=True)
         return trials[key]
 
-    frequency = min(frequencies, key=lambda f: trial(f, FIRST_DAMPING)[0])
+    # one frequency given is kept without replaying it
+    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=lambda f: trial(f, FIRST_DAMPING)[0])
+    grid = tuple(dampings or (JOINT_DAMPINGS if category in JOINTED else DAMPINGS))
     strain, rolling, restitution = None, 0.0, 0.0
-    if category in FLOWING:
-        damping, strain = min(itertools.product(DAMPINGS, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
-        rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1]) if strain is not None else 0.0
+    if category in FLOWING or category in JOINTED:
+        damping, strain = min(itertools.product(grid, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
+        if category in FLOWING and strain is not None:  # rigid links flatten no footprint
+            rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1])
     elif category in SPRINGY:
-        damping, restitution = min(itertools.product(DAMPINGS, RESTITUTIONS),
+        damping, restitution = min(itertools.product(grid, RESTITUTIONS),
                                    key=lambda de: trial(frequency, de[0], restitution=de[1])[1])
-    elif category in JOINTED:
-        damping = min(JOINT_DAMPINGS, key=lambda d: trial(frequency, d)[1])
     else:
-        damping = min(DAMPINGS, key=lambda d: trial(frequency, d)[0])
+        damping = min(grid, key=lambda d: trial(frequency, d)[0])
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "shape_error": error, "vertex_error": vertex, "failed": failed,
@@ -342,8 +351,11 @@ def main():
                         help="calibrate only these; the others keep their materials and report")
     parser.add_argument("--frequencies", nargs="+", type=float, default=list(FREQUENCIES),
                         help="the frequency grid (Hz); one value keeps it and recalibrates the later stages")
+    parser.add_argument("--dampings", nargs="+", type=float, default=None,
+                        help="the damping grid (1/s); default the category's")
     a = parser.parse_args()
-    report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories, a.spread, a.jobs, a.frequencies)
+    report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories, a.spread, a.jobs, a.frequencies,
+                       a.dampings)
     store(a.weights, report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     previous = RESULTS / "calibration.json"

@@ -71,14 +71,24 @@ def test_a_cloth_category_takes_frequency_and_damping_by_shape_error(monkeypatch
     assert report["rolling_resistance"] == 0.0 and report["restitution"] == 0.0
 
 
-def test_a_jointed_category_takes_its_damping_by_vertex_error_over_the_wider_grid(monkeypatch):
+def test_a_jointed_category_takes_damping_over_the_wider_grid_and_yield_together_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
     monkeypatch.setattr(calibrate, "JOINT_DAMPINGS", (0.5, 512.0))
     report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None)
-    assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, None)
-    assert {t["damping"] for t in report["trials"] if t["frequency"] == 8.0} >= {0.5, 512.0}
-    assert report["rolling_resistance"] == 0.0  # it never yields, so it never flattens a footprint
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
+    tried = {(t["damping"], t["yield_strain"]) for t in report["trials"] if t["frequency"] == 8.0}
+    assert set(itertools.product((0.5, 512.0), calibrate.YIELDS)) <= tried
+    assert report["rolling_resistance"] == 0.0  # rigid links flatten no footprint, yielding or not
     assert report["restitution"] == 0.0  # rigid parts: the ground's restitution is all there is
+
+
+def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_the_frequency(monkeypatch):
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None,
+                                frequencies=(32.0,), dampings=(128.0,))
+    assert (report["frequency"], report["damping"]) == (32.0, 128.0)
+    assert {(t["frequency"], t["damping"]) for t in report["trials"]} == {(32.0, 128.0)}
+    assert {t["yield_strain"] for t in report["trials"]} == set(calibrate.YIELDS)
 
 
 def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_error(monkeypatch):
