@@ -104,7 +104,7 @@ class VIEW3D_PT_neurok_material(_Section, bpy.types.Panel):
         sub.prop(s, "stiffness")
         sub.prop(s, "damping")
         plastic = col.column()
-        plastic.active = s.category == "continuum"  # the one category the shipped weights let yield
+        plastic.active = s.category in ("auto", "continuum", "articulated")  # those the shipped weights let yield
         plastic.prop(s, "plasticity")
         col.prop(s, "mass")
         col.prop(s, "friction")

@@ -113,8 +113,9 @@ class NeurokSettings(bpy.types.PropertyGroup):
     plasticity: FloatProperty(name="Plasticity", default=1.0, min=0.0, soft_max=20.0,
                               description="Scales how easily the body keeps a dent: 1 is the category's "
                                           "default material (continuum bodies flow and, flattening where "
-                                          "they land, resist rolling; the others spring back), 2 yields "
-                                          "at half the strain, 0 never")
+                                          "they land, resist rolling; articulated ones keep the pose their "
+                                          "joints were bent to; the others spring back), 2 yields at half "
+                                          "the strain, 0 never")
     use_ground: BoolProperty(name="Ground", default=True, description="Collide with a horizontal ground plane")
     ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH",
                                  description="Height of the ground plane (world Z)")
