@@ -89,6 +89,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
           until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
     earlier, resumably. Returns the path of the model file."""
+    if kl_warmup < 0:
+        raise ValueError(f"kl_warmup must be 0 (no warm-up) or a number of steps, got {kl_warmup}")
     out.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
     torch.manual_seed(seed)

@@ -57,6 +57,8 @@ def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
           until=2)
     with pytest.raises(ValueError, match="kl_warmup"):
         train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0)
+    with pytest.raises(ValueError, match="kl_warmup must be"):  # a negative ramp would flip the KL's sign
+        train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, kl_warmup=-4)
     train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0, kl_warmup=4)
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["kl_weight"] for r in rows] == [0.5, 1.0, 1.5, 2.0]
