@@ -17,12 +17,11 @@ from neurok_blender.core import Conditions
 from training.shapes.articulated import ArticulatedObject
 from training.shapes.geometry import enclosed_volume
 
+from .friction import FRICTION_CONE
 from .stability import refuse_instability
 
 TIMESTEP = 0.001  # s, the largest step; each frame takes a whole number of steps
 CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms (>= 2 steps), critically damped: ~1 mm sag
-# the option's cone="elliptic": isotropic Coulomb friction, as the solver's; MuJoCo's default pyramid
-# holds only mu / sqrt(2) along the world axes' diagonals (a chain slid at 45 degrees slowed at 0.21 g, not 0.30)
 IK_ITERATIONS, IK_DAMPING, ANCHOR_WEIGHT = 60, 1e-3, 100.0  # the pulled pose's inverse kinematics
 
 
@@ -174,7 +173,7 @@ def model_xml(obj: ArticulatedObject, origins, material, conditions) -> str:
         ground = (f'<geom type="plane" size="0 0 1" pos="0 0 {conditions.ground_height}" contype="0" '
                   f'conaffinity="1" {CONTACT} friction="{material.friction} 0.005 0.0001"/>')
     return (f'<mujoco><compiler angle="radian"/><option gravity="{_numbers(conditions.gravity)}" '
-            f'integrator="RK4" cone="elliptic"/><asset>{assets}</asset><worldbody>{ground}'
+            f'integrator="RK4" {FRICTION_CONE}/><asset>{assets}</asset><worldbody>{ground}'
             f'{body(0, np.zeros(3), "<freejoint/>")}</worldbody></mujoco>')
 
 

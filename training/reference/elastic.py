@@ -15,14 +15,13 @@ from neurok_blender.core import Conditions
 from neurok_blender.core.mesh import check_mesh, is_closed
 from training.shapes.tetra import embed, tet_volumes, tetrahedralize
 
+from .friction import FRICTION_CONE
 from .hold import RAMP, STILL, anchor, damping_factor, hold_steps, ramp
 from .stability import refuse_instability
 
 TIMESTEP = 0.001
 RADIUS = 0.002  # m: contact skin of the flex vertices
 CONTACT = 'solref="0.004 1"'  # contact time constant 4 ms, critically damped (MuJoCo's 20 ms default sagged 2 cm)
-# the option's cone="elliptic": isotropic Coulomb friction, as the solver's; MuJoCo's default pyramid
-# holds only mu / sqrt(2) along the world axes' diagonals (a chain slid at 45 degrees slowed at 0.21 g, not 0.30)
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,7 @@ def _model_xml(points, elements, material, conditions):
         ground = (f'<geom type="plane" size="0 0 1" pos="0 0 {conditions.ground_height}" {CONTACT} '
                   f'friction="{material.friction} 0.005 0.0001"/>')
     gravity = " ".join(f"{g:.9g}" for g in conditions.gravity)
-    return (f'<mujoco><option timestep="{TIMESTEP}" integrator="discrete" cone="elliptic" gravity="{gravity}"/><worldbody>{ground}'
+    return (f'<mujoco><option timestep="{TIMESTEP}" integrator="discrete" {FRICTION_CONE} gravity="{gravity}"/><worldbody>{ground}'
             f'<flexcomp name="body" type="direct" dim="3" point="{numbers}" element="{element}" radius="{RADIUS}" '
             f'mass="{conditions.mass}"><elasticity young="{material.young}" poisson="{material.poisson}" '
             f'damping="{material.damping}"/><contact condim="3" selfcollide="none" {CONTACT} '
