@@ -4,7 +4,9 @@ A free body pulled at one spot only moves as a whole, so the hold needs a second
 the body farthest from the handle (``anchor``) stays at rest while the handle is moved by the
 displacement, ramped in over ``RAMP`` and then held while everything else is damped still, gravity
 off. At release (frame 0) both grips let go and the body starts from rest (plus any initial
-velocity). The learned solver fits its initial state to the same two grips. (Articulated objects
+velocity). The learned solver fits its initial state to the handle alone
+(``core.neurok.pulled_coordinates``): its learned space does not hold these shapes, and a fit to both
+grips comes back to about the rest shape (README, elastic fidelity). (Articulated objects
 bend only at joints, so their engine finds the held pose by inverse kinematics with the same grips.)
 """
 
