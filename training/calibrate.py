@@ -53,7 +53,13 @@ free (no spring, a weak damping), so a body that an impact or a pull has bent ke
 where the learned potential springs it back and launches it; past the yield the rest shape flows to
 the pose (on the same six at 128 /s: 0.891 without a yield, 0.874 at 0.05, 0.788 at 0.02, 0.805 at
 0.01, 0.815 at 0.005; the shape error 0.0853-0.0868). Rigid links flatten no footprint: no rolling
-resistance.
+resistance. They then get a least damping ratio of their deformation (``neurok.damping_rate``), by
+vertex error at that damping and yield: the replays scale the damping by the reference's joint
+damping, 0.005-8.8 times the default over the corpus, so most replay far below critical (a median
+of about 20 /s at 32 Hz, where 402 /s is critical) and ring after every impact, where the
+references' links, whatever their joints' damping, land dead (on the six, elliptic friction cone:
+vertex error 0.656 without a floor, 0.627 at half of critical, 0.617 at critical, 0.602 at 2.5 times,
+0.572 at 5 times, the grid's edge; the shape 0.0889-0.0898).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -100,9 +106,11 @@ SPRINGY = ("elastic",)  # categories whose references are elastic solids: they g
 RESTITUTIONS = (0.0, 0.15, 0.3, 0.5)  # the body's share of the contact's restitution (neurok.py)
 JOINTED = ("articulated",)  # categories whose references are rigid links on free joints: damping and yield by vertex error
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
+LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0)  # of critical damping (neurok.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution")  # CategoryMaterial's
+MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
+                   "least_damping_ratio")  # CategoryMaterial's
 
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
@@ -262,42 +270,45 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                        dampings=None) -> dict:
     """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
     together and then the rolling resistance, for JOINTED ones the damping over a wider grid and the
-    yield together, for SPRINGY ones the damping and restitution together; for the others the damping
+    yield together and then the least damping ratio, for SPRINGY ones the damping and restitution together; for the others the damping
     by shape error (module docstring). ``dampings`` replaces the category's damping grid. Returns the
     category's report."""
     began, trials = time.perf_counter(), {}
 
-    def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0):
-        key = (frequency, damping, strain, rolling, restitution)
+    def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
+        key = (frequency, damping, strain, rolling, restitution, ratio)
         if key not in trials:
             trials[key] = result = score(model, sequences, CategoryMaterial(*key), frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
-                  f"restitution {restitution}: shape error {result[0]:.4f}, vertex error {result[1]:.4f}", flush=True)
+                  f"restitution {restitution}, least damping ratio {ratio}: shape error {result[0]:.4f}, "
+                  f"vertex error {result[1]:.4f}", flush=True)
         return trials[key]
 
     # one frequency given is kept without replaying it
     frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=lambda f: trial(f, FIRST_DAMPING)[0])
     grid = tuple(dampings or (JOINT_DAMPINGS if category in JOINTED else DAMPINGS))
-    strain, rolling, restitution = None, 0.0, 0.0
+    strain, rolling, restitution, ratio = None, 0.0, 0.0, 0.0
     if category in FLOWING or category in JOINTED:
         damping, strain = min(itertools.product(grid, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
         if category in FLOWING and strain is not None:  # rigid links flatten no footprint
             rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1])
+        if category in JOINTED:
+            ratio = min(LEAST_DAMPING_RATIOS, key=lambda z: trial(frequency, damping, strain, ratio=z)[1])
     elif category in SPRINGY:
         damping, restitution = min(itertools.product(grid, RESTITUTIONS),
                                    key=lambda de: trial(frequency, de[0], restitution=de[1])[1])
     else:
         damping = min(grid, key=lambda d: trial(frequency, d)[0])
-    error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution)]
+    error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
-              "restitution": restitution, "shape_error": error, "vertex_error": vertex, "failed": failed,
-              "sequences": [s.shape for s in sequences], "frames": frames,
+              "restitution": restitution, "least_damping_ratio": ratio, "shape_error": error, "vertex_error": vertex,
+              "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
-                          "shape_error": shape, "vertex_error": v, "failed": n}
-                         for (f, d, y, r, rest), (shape, v, n) in trials.items()],
+                          "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
+                         for (f, d, y, r, rest, z), (shape, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
-          f"{restitution}, mean shape error {error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite "
+          f"{restitution}, least damping ratio {ratio}, mean shape error {error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite "
           f"({len(sequences)} sequences, {report['seconds']} s)", flush=True)
     return report
 
@@ -317,13 +328,14 @@ def store(weights: Path, report: dict) -> None:
 
 def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | rolling resistance | restitution "
-             "| mean shape error / diagonal | mean vertex error / diagonal | non-finite | sequences x frames |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| least damping ratio | mean shape error / diagonal | mean vertex error / diagonal | non-finite "
+             "| sequences x frames |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
         lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r.get('rolling_resistance', 0.0)} "
-                     f"| {r.get('restitution', 0.0)} | {r['shape_error']:.4f} | {r['vertex_error']:.4f} | {r['failed']} "
+                     f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} | {r['shape_error']:.4f} | {r['vertex_error']:.4f} | {r['failed']} "
                      f"| {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]

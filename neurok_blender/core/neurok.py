@@ -10,8 +10,9 @@ the Euler-Lagrange equation of q = (p, theta, s) (``neural.py``, ``dynamics.py``
 has a default material measured against its reference simulator (``training/calibrate.py``) and
 stored with the weights: the deformation's frequency, its damping rate and, for bodies that flow, the
 strain at which they yield and the rolling resistance of the footprint they flatten where they land
-(its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``) and, for
-bodies that never yield, the restitution of their own give at the contact (``contact_restitution``);
+(its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``), for
+bodies that never yield, the restitution of their own give at the contact (``contact_restitution``)
+and, for rigid links on joints, the least damping ratio of their deformation (``damping_rate``);
 Conditions.stiffness scales the potential (frequency by its square root), Conditions.damping the
 damping rate and Conditions.plasticity divides the yield strain and multiplies the rolling resistance
 (a body that yields sooner flattens more; linear is a choice, not a measurement).
@@ -51,6 +52,7 @@ class CategoryMaterial:
     yield_strain: float | None = None  # the rest shape flows past this strain (neural.py); None: never
     rolling_resistance: float = 0.0  # a yielding body's footprint lever arm over its radius of gyration
     restitution: float = 0.0  # added to the ground's for a body that never yields: the give its coordinates lack
+    least_damping_ratio: float = 0.0  # of critical, 2 omega: the deformation never rings less damped (damping_rate)
 
     def __post_init__(self):
         """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
@@ -64,6 +66,20 @@ class CategoryMaterial:
             raise ValueError(f"rolling_resistance must be non-negative, got {self.rolling_resistance!r}")
         if not (math.isfinite(self.restitution) and 0 <= self.restitution < 1):
             raise ValueError(f"restitution must lie in [0, 1), got {self.restitution!r}")
+        if not (math.isfinite(self.least_damping_ratio) and self.least_damping_ratio >= 0):
+            raise ValueError(f"least_damping_ratio must be non-negative, got {self.least_damping_ratio!r}")
+
+
+def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
+    """The Rayleigh rate c (1/s) of the deformation coordinates: the material's scaled by
+    Conditions.damping, and at least least_damping_ratio of critical damping, c >= zeta 2 omega with
+    omega = 2 pi frequency, for any damping but 0, which turns all dissipation off (conservative runs).
+    The floor is for rigid links on free joints: they store no energy in their joints, so a learned
+    deformation that stands for them must take an impact's share without ringing and giving it back,
+    however weak the joints' own damping (``training/calibrate.py``)."""
+    if damping == 0:
+        return 0.0
+    return max(material.damping * damping, material.least_damping_ratio * 2 * (2 * math.pi * frequency))
 
 
 def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
@@ -124,7 +140,7 @@ class NeuROK:
             yield_strain = material.yield_strain / conditions.plasticity
             rolling, restitution = material.rolling_resistance * conditions.plasticity, 0.0
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
-                "mass_at": where, "frequency": frequency, "damping": material.damping * conditions.damping,
+                "mass_at": where, "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
                 "contact_restitution": contact_restitution(conditions.restitution, restitution)}
         if subspace.size == 0:

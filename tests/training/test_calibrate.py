@@ -55,11 +55,12 @@ def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
-    resistance of 0.5 and a restitution of 0.3."""
+    resistance of 0.5, a restitution of 0.3 and a least damping ratio of 1."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
-                  + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3))
+                  + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
+                  + 0.1 * abs(material.least_damping_ratio - 1.0))
         return shape, vertex, 0
     monkeypatch.setattr(calibrate, "score", score)
 
@@ -69,9 +70,11 @@ def test_a_cloth_category_takes_frequency_and_damping_by_shape_error(monkeypatch
     report = calibrate_category(None, "cloth", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
     assert report["rolling_resistance"] == 0.0 and report["restitution"] == 0.0
+    assert report["least_damping_ratio"] == 0.0
 
 
-def test_a_jointed_category_takes_damping_over_the_wider_grid_and_yield_together_by_vertex_error(monkeypatch):
+def test_a_jointed_category_takes_damping_and_yield_together_then_its_least_damping_ratio_by_vertex_error(
+        monkeypatch):
     _landscape(monkeypatch)
     monkeypatch.setattr(calibrate, "JOINT_DAMPINGS", (0.5, 512.0))
     report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None)
@@ -80,6 +83,9 @@ def test_a_jointed_category_takes_damping_over_the_wider_grid_and_yield_together
     assert set(itertools.product((0.5, 512.0), calibrate.YIELDS)) <= tried
     assert report["rolling_resistance"] == 0.0  # rigid links flatten no footprint, yielding or not
     assert report["restitution"] == 0.0  # rigid parts: the ground's restitution is all there is
+    assert report["least_damping_ratio"] == 1.0
+    floors = {t["least_damping_ratio"] for t in report["trials"] if (t["damping"], t["yield_strain"]) == (0.5, 0.02)}
+    assert floors == set(calibrate.LEAST_DAMPING_RATIOS)  # tried at the chosen damping and yield
 
 
 def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_the_frequency(monkeypatch):
@@ -96,6 +102,7 @@ def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_err
     report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["restitution"]) == (8.0, 0.5, 0.3)
     assert report["yield_strain"] is None and report["rolling_resistance"] == 0.0
+    assert report["least_damping_ratio"] == 0.0  # an elastic solid's own damping is what it has
     tried = {(t["damping"], t["restitution"]) for t in report["trials"] if t["frequency"] == 8.0}
     assert set(itertools.product(calibrate.DAMPINGS, calibrate.RESTITUTIONS)) <= tried
 
