@@ -270,9 +270,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                        dampings=None) -> dict:
     """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
     together and then the rolling resistance, for JOINTED ones the damping over a wider grid and the
-    yield together and then the least damping ratio, for SPRINGY ones the damping and restitution together; for the others the damping
-    by shape error (module docstring). ``dampings`` replaces the category's damping grid. Returns the
-    category's report."""
+    yield together and then the least damping ratio, for SPRINGY ones the damping and restitution
+    together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
+    category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
@@ -308,8 +308,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                          for (f, d, y, r, rest, z), (shape, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
-          f"{restitution}, least damping ratio {ratio}, mean shape error {error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite "
-          f"({len(sequences)} sequences, {report['seconds']} s)", flush=True)
+          f"{restitution}, least damping ratio {ratio}, mean shape error {error:.4f} of the diagonal (vertex error "
+          f"{vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, {report['seconds']} s)", flush=True)
     return report
 
 
@@ -335,8 +335,8 @@ def table(report: dict) -> str:
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
         lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r.get('rolling_resistance', 0.0)} "
-                     f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} | {r['shape_error']:.4f} | {r['vertex_error']:.4f} | {r['failed']} "
-                     f"| {len(r['sequences'])} x {r['frames']} |")
+                     f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} | {r['shape_error']:.4f} "
+                     f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]
         lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "

@@ -139,8 +139,8 @@ class NeuROK:
         if material.yield_strain is not None and conditions.plasticity > 0:
             yield_strain = material.yield_strain / conditions.plasticity
             rolling, restitution = material.rolling_resistance * conditions.plasticity, 0.0
-        info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured,
-                "mass_at": where, "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
+        info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured, "mass_at": where,
+                "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
                 "contact_restitution": contact_restitution(conditions.restitution, restitution)}
         if subspace.size == 0:

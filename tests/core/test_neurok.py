@@ -174,9 +174,9 @@ def test_a_body_that_never_yields_gives_its_restitution_to_the_contact_and_one_t
         result = model.simulate(v, f, Conditions(**common, category=category))
         vz = np.gradient(result.pose["translation"][:, 2]) * fps
         rebound[name] = (vz.max() / -vz.min(), result.info["contact_restitution"])
-    assert [rebound[name][1] for name in ("dead", "springy", "yielding")] == pytest.approx([0.0, 0.5, 0.0])
+    assert [rebound[name][1] for name in ("dead", "springy", "yielding")] == [0.0, 0.5, 0.0]
     _, info = bouncy.body(v, f, Conditions(**common, plasticity=0.0), "continuum")  # a jelly never yields
-    assert info["contact_restitution"] == pytest.approx(0.5)
+    assert info["contact_restitution"] == 0.5
     assert rebound["springy"][0] > rebound["dead"][0] + 0.2
     assert abs(rebound["yielding"][0] - rebound["dead"][0]) < 0.1
     # the ground's and the body's losses multiply: a ground that keeps all keeps all
