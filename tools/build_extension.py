@@ -8,6 +8,7 @@ tests or benchmarks.
 """
 
 import argparse
+import atexit
 import os
 import shutil
 import sys
@@ -23,7 +24,10 @@ def isolate_user_folders() -> None:
     extension (with its own bundled torch) leaks into this process."""
     if "bpy" in sys.modules:
         raise RuntimeError("isolate_user_folders() must run before bpy is imported")
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="neurok-blender-user-"))
+    if "BLENDER_USER_RESOURCES" not in os.environ:  # a parent's folder serves its child processes too
+        folder = tempfile.mkdtemp(prefix="neurok-blender-user-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["BLENDER_USER_RESOURCES"] = folder
 
 
 def stage(destination: Path, wheels: list[Path] = (), platforms: list[str] = ()) -> Path:
