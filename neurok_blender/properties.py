@@ -7,8 +7,10 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
 # Identifiers match core.integrators.METHODS (a test checks it); spelled out here so that registering
 # the add-on does not import torch, which would slow every Blender start-up.
 INTEGRATORS = {
-    "leapfrog": "Symplectic Stoermer-Verlet: energy error stays bounded over long conservative runs",
-    "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies (default)",
+    "auto": "Runge-Kutta 4, or leapfrog where the body's damping is too fast for explicit steps (default)",
+    "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
+                "conservative runs, and any damping is stable",
+    "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies",
     "midpoint": "Explicit midpoint, 2nd order, fixed step",
     "heun3": "Heun, 3rd order, fixed step",
     "euler": "Forward Euler, 1st order: for comparison only",
@@ -127,7 +129,7 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                            "never yields adds its material's own give")
     drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
                         description="Linear air drag per unit mass (1/s)")
-    integrator: EnumProperty(name="Integrator", default="rk4",
+    integrator: EnumProperty(name="Integrator", default="auto",
                              items=[(k, k.capitalize(), v) for k, v in INTEGRATORS.items()],
                              description="Time integration method")
     substeps: IntProperty(name="Substeps", default=0, min=0, soft_max=200,

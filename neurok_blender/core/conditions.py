@@ -60,7 +60,8 @@ class Conditions:
     ``damping`` scale the category's default material (1 = the reference simulator's default);
     ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
     categories whose references spring back never yield). ``restitution`` is the ground's; a body that
-    never yields adds its material's (``neurok.contact_restitution``).
+    never yields adds its material's (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,
+    or leapfrog where the damping is too fast for explicit steps (``rollout.choose_method``).
     """
 
     frames: int = 48
@@ -79,7 +80,7 @@ class Conditions:
     stiffness: float = 1.0
     damping: float = 1.0
     plasticity: float = 1.0
-    integrator: str = "rk4"
+    integrator: str = "auto"
     substeps: int | None = None
     expansion: str = "quadratic"  # the neural decoder in the dynamics: "quadratic" (fast) or "exact"
 

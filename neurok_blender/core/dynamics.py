@@ -167,12 +167,13 @@ class LagrangianSystem:
         on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
         self.active_loads = self.load_vectors * on[..., None]
 
-    def forces(self, q, q_dot, s: State):
+    def forces(self, q, q_dot, s: State, rayleigh: bool = True):
         """Generalized forces split as (conservative, point loads, dissipative), each (B, n).
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
-        friction, rolling resistance, drag, Rayleigh damping. All but the rolling resistance (a torque)
-        act through J^T f of the points they act on.
+        friction, rolling resistance, drag, Rayleigh damping (left out with ``rayleigh=False``, for an
+        integrator that takes it implicitly). All but the rolling resistance (a torque) and the Rayleigh
+        term act through J^T f of the points they act on.
         """
         nm, nc = self.n_mass, self.n_contact
         jm, jc, jl = s.jacobian[:, :nm], s.jacobian[:, nm:nm + nc], s.jacobian[:, nm + nc:]
@@ -183,8 +184,9 @@ class LagrangianSystem:
             conservative = conservative - grad_v
         drag = -self.per_body["drag"][:, None, None] * m * s.v[:, :nm]
         loads = _jt(jl, self.active_loads)
-        rayleigh = -self.damping_matrix(s.mass_matrix) @ q_dot[..., None]
-        dissipative = _jt(jm, drag) + rayleigh[..., 0]
+        dissipative = _jt(jm, drag)
+        if rayleigh:
+            dissipative = dissipative - (self.damping_matrix(s.mass_matrix) @ q_dot[..., None])[..., 0]
         if self.env.ground_height is not None and nc and bool((s.x[:, nm:nm + nc, 2] < self.env.ground_height[:, None]).any()):
             env = self.env  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)

@@ -12,7 +12,10 @@ from .dynamics import LagrangianSystem
 FIXED_STEP = ("rk4", "midpoint", "heun3", "euler")
 ADAPTIVE = ("dopri5", "bosh3", "dopri8")
 STRUCTURE_PRESERVING = ("leapfrog",)
-METHODS = STRUCTURE_PRESERVING + FIXED_STEP + ADAPTIVE
+STEPPERS = STRUCTURE_PRESERVING + FIXED_STEP + ADAPTIVE
+AUTO = "auto"  # one of the steppers, chosen per run from the system's rates (rollout.choose_method)
+METHODS = (AUTO,) + STEPPERS
+IMPLICIT_RAYLEIGH = ("leapfrog",)  # stable at any Rayleigh rate: their steps need not resolve it
 
 FIXED_POINT_TOLERANCE = 1e-11  # relative change between iterations
 FIXED_POINT_ITERATIONS = 50
@@ -25,8 +28,9 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
     """
     if method == "leapfrog":
         return leapfrog(system, q, q_dot, t1 - t0)
-    if method not in METHODS:
-        raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(METHODS)}")
+    if method not in STEPPERS:
+        raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(STEPPERS)} "
+                         f"({AUTO!r} is chosen among them by the rollout)")
 
     def rhs(t, y):
         qq, vv, _, _ = y
@@ -46,28 +50,32 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
 def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
     """Generalized Stoermer-Verlet for H(q, p) = 1/2 p^T M(q)^-1 p + U(q), p = M q_dot (Hairer et al., GNI):
 
-        p_half = p_n + h/2 (dT/dq(q_n, M_n^-1 p_half) + Q_c(q_n) + Q_n)            (implicit in p_half)
-        q_n+1  = q_n + h/2 (M(q_n)^-1 + M(q_n+1)^-1) p_half                        (implicit in q_n+1)
-        p_n+1  = p_half + h/2 (dT/dq(q_n+1, M_n+1^-1 p_half) + Q_c(q_n+1) + Q_n+1)
+        p_half = p_n + h/2 (dT/dq(q_n, M_n^-1 p_half) + Q_c(q_n) + Q_n - D_n v_half)    (implicit in p_half)
+        q_n+1  = q_n + h/2 (M(q_n)^-1 + M(q_n+1)^-1) p_half                            (implicit in q_n+1)
+        p_n+1  = p_half + h/2 (dT/dq(q_n+1, M_n+1^-1 p_half) + Q_c(q_n+1) + Q_n+1 - D_n+1 v_n+1)
 
-    Symplectic and time-reversible for the conservative part Q_c; non-conservative forces Q (loads,
-    damping, friction) enter each half kick explicitly, at the velocity known at that point. Their
-    work in each kick is Q . (mean velocity across the kick).
+    Symplectic and time-reversible for the conservative part Q_c. The other non-conservative forces Q
+    (loads, contact damping, friction, drag) enter each half kick explicitly, at the velocity known at
+    that point. The Rayleigh force -D v, linear in the velocity, is taken at the velocity each kick
+    ends with (backward Euler within the kick: (M + h/2 D) v_half = ...): stable at any rate c with
+    monotone decay, 1 / (1 + c h/2)^2 a step, and an overdamped deformation creeps at its own rate
+    omega^2 / c whatever the step, where an explicit kick needs c h < 4 and rings near it. Each
+    force's work in a kick is Q . (mean velocity across the kick).
     """
     s0 = system.state(q, q_dot)
-    cons0, loads0, diss0 = system.forces(q, q_dot, s0)
-    p = (s0.mass_matrix @ q_dot[..., None])[..., 0]
-    kick0 = p + 0.5 * h * (cons0 + loads0 + diss0)
+    cons0, loads0, diss0 = system.forces(q, q_dot, s0, rayleigh=False)
+    damping0 = system.damping_matrix(s0.mass_matrix)
+    damped0 = s0.mass_matrix + 0.5 * h * damping0
+    kick0 = (s0.mass_matrix @ q_dot[..., None])[..., 0] + 0.5 * h * (cons0 + loads0 + diss0)
 
-    p_half = kick0 + 0.5 * h * s0.dT_dq
+    v_half = system.solve(damped0, kick0 + 0.5 * h * s0.dT_dq)
     for _ in range(FIXED_POINT_ITERATIONS):
-        v_half = system.solve(s0.mass_matrix, p_half)
-        updated = kick0 + 0.5 * h * system.state(q, v_half).dT_dq
-        done = _converged(updated, p_half)
-        p_half = updated
+        updated = system.solve(damped0, kick0 + 0.5 * h * system.state(q, v_half).dT_dq)
+        done = _converged(updated, v_half)
+        v_half = updated
         if done:
             break
-    v_half = system.solve(s0.mass_matrix, p_half)
+    p_half = (s0.mass_matrix @ v_half[..., None])[..., 0]
 
     q_new = q + h * v_half
     for _ in range(FIXED_POINT_ITERATIONS):
@@ -79,14 +87,17 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
 
     v1 = system.solve(system.mass_matrix(q_new), p_half)
     s1 = system.state(q_new, v1)
-    cons1, loads1, diss1 = system.forces(q_new, v1, s1)
-    p_new = p_half + 0.5 * h * (s1.dT_dq + cons1 + loads1 + diss1)
-    q_dot_new = system.solve(s1.mass_matrix, p_new)
+    cons1, loads1, diss1 = system.forces(q_new, v1, s1, rayleigh=False)
+    damping1 = system.damping_matrix(s1.mass_matrix)
+    q_dot_new = system.solve(s1.mass_matrix + 0.5 * h * damping1,
+                             p_half + 0.5 * h * (s1.dT_dq + cons1 + loads1 + diss1))
 
     def work(force0, force1):
         return 0.25 * h * ((force0 * (q_dot + v_half)).sum(-1) + (force1 * (v1 + q_dot_new)).sum(-1))
 
-    return q_new, q_dot_new, work(loads0, loads1), -work(diss0, diss1)
+    rayleigh0 = -(damping0 @ v_half[..., None])[..., 0]
+    rayleigh1 = -(damping1 @ q_dot_new[..., None])[..., 0]
+    return q_new, q_dot_new, work(loads0, loads1), -work(diss0 + rayleigh0, diss1 + rayleigh1)
 
 
 def _converged(new, old):

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .dynamics import LagrangianSystem
-from .integrators import ADAPTIVE, advance
+from .integrators import ADAPTIVE, AUTO, IMPLICIT_RAYLEIGH, advance
 
 MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
@@ -37,16 +37,33 @@ class Trajectory:
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
     substeps: int  # integration steps per frame, at least (see rollout)
+    method: str  # the integrator that ran (``auto`` resolved)
     refined_frames: int = 0  # frames redone with more steps after going non-finite or unstable
 
 
+def choose_method(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor) -> str:
+    """``auto``: RK4, fourth order at four evaluations a step, unless the Rayleigh damping would set its
+    steps (c / STEP_DECAY above omega / STEP_PHASE): then leapfrog, which takes the damping implicitly
+    and needs only the springs' steps. Articulated links at five times critical damping, 2010 /s
+    against a 316 rad/s contact, take 84 RK4 steps a frame or 27 leapfrog ones: 25 held-out replays
+    in 1993 s of one core with RK4 and 987 s with leapfrog, at the same error (README). Where the
+    springs set the steps RK4 is the cheaper: leapfrog's implicit kicks take about 5 evaluations a
+    step (elastic held-out replays 1.4 times as long)."""
+    if method != AUTO:
+        return method
+    omega, decay = system.fastest_rates(q)
+    return "leapfrog" if decay / STEP_DECAY > omega / STEP_PHASE else "rk4"
+
+
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE and the
-    fastest damped motion c h <= STEP_DECAY (adaptive methods choose their own steps inside), and no
-    step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
+    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE and, for
+    an explicit method, the fastest damped motion c h <= STEP_DECAY (adaptive methods choose their own
+    steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
     omega, decay = system.fastest_rates(q)
+    if method in IMPLICIT_RAYLEIGH:
+        decay = 0.0
     return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(omega / (fps * STEP_PHASE)),
                math.ceil(decay / (fps * STEP_DECAY)))
 
@@ -84,6 +101,7 @@ def rollout(
     non-finite or unstable is redone with more.
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
+    method = choose_method(system, fps, method, q0)
     if substeps:
         substeps = max(substeps, chart_substeps(system, fps, q_dot0))
     else:
@@ -140,6 +158,7 @@ def rollout(
         points=torch.stack([r[2] for r in rows]).numpy(),
         energy=energy,
         substeps=substeps,
+        method=method,
         refined_frames=refined,
     )
 

@@ -24,6 +24,7 @@ class SimulationResult:
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
     substeps: int  # integration steps per frame, at least (fast or refined frames take more)
+    integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
     refined_frames: int = 0  # frames redone with more steps after going non-finite (rollout.MAX_REFINEMENT)
     info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
 
@@ -34,7 +35,8 @@ class SimulationResult:
                    pose={k: p[:, 0] for k, p in trajectory.pose.items()},
                    coordinates=trajectory.coordinates[:, 0],
                    energy={k: e[:, 0] for k, e in trajectory.energy.items()},
-                   substeps=trajectory.substeps, refined_frames=trajectory.refined_frames,
+                   substeps=trajectory.substeps, integrator=trajectory.method,
+                   refined_frames=trajectory.refined_frames,
                    **({"info": info} if info is not None else {}))
 
 

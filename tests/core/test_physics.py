@@ -9,6 +9,7 @@ import torch
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.kinematics import KinematicMap
 from neurok_blender.core.mesh import fibonacci_sphere
+from neurok_blender.core.rollout import choose_substeps
 from shapes import PendulumMap, SpringMap, box
 
 G = 9.81
@@ -162,19 +163,55 @@ def test_sliding_box_stops_at_the_coulomb_distance():
     assert abs(result.positions[-1, :, 0].mean() - result.positions[-5, :, 0].mean()) < 1e-4  # it has stopped
 
 
-def test_rayleigh_damping_decays_the_amplitude_as_exp_minus_alpha_t_over_2():
+@pytest.mark.parametrize("method", ["rk4", "leapfrog"])
+def test_rayleigh_damping_decays_the_amplitude_as_exp_minus_alpha_t_over_2(method):
     """Mass-proportional damping D = alpha M on a small pendulum: theta'' + alpha theta' + w^2 theta = 0."""
     alpha = 0.8
     kmap = PendulumMap(1.0)
     q0 = torch.tensor([[0.01]], dtype=torch.float64)
     system = LagrangianSystem(kmap, Environment(gravity=DOWN, damping=alpha))
-    traj = rollout(system, q0, torch.zeros_like(q0), 421, 60, "rk4", kmap.mass_points, substeps=1)
+    traj = rollout(system, q0, torch.zeros_like(q0), 421, 60, method, kmap.mass_points, substeps=1)
     theta = traj.coordinates[:, 0, 0]
     peaks = [i for i in range(1, len(theta) - 1) if theta[i - 1] < theta[i] >= theta[i + 1]]
     ratio = theta[peaks[-1]] / theta[peaks[0]]
     assert abs(np.log(ratio) / (-alpha / 2 * traj.times[peaks[-1] - peaks[0]]) - 1) < 0.01
+    # every joule lost is booked as dissipated, up to the integrator's own energy error: leapfrog's
+    # oscillates at O((omega h)^2) = 3e-3 of the energy here, RK4's is of fourth order
     balance = traj.energy["balance"][:, 0]
-    assert np.abs(balance).max() < 1e-6 * 9.81 * 0.01**2  # every joule lost is booked as dissipated
+    assert np.abs(balance).max() < {"rk4": 1e-6, "leapfrog": 1e-3}[method] * 9.81 * 0.01**2
+
+
+def test_leapfrog_takes_any_rayleigh_rate_implicitly():
+    """An overdamped spring, x'' + c x' + omega^2 x = 0 with omega = 100 rad/s, decays as
+    x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1), l = (-c +- sqrt(c^2 - 4 omega^2)) / 2: after the fast
+    mode dies, a creep at about omega^2 / c. Leapfrog takes the damping implicitly, so its steps are the
+    spring's alone (9 a frame, c h up to 460) and still follow the creep, without ringing."""
+    omega, x0 = 100.0, 0.01
+    for c in (1e3, 1e5):
+        system = LagrangianSystem(SpringMap(stiffness=omega**2, mass=1.0), Environment(gravity=NO_GRAVITY, damping=c))
+        q0, q_dot0 = torch.full((1, 1), x0, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+        assert choose_substeps(system, 24.0, "leapfrog", q0, q_dot0) == 9
+        trajectory = rollout(system, q0, q_dot0, 6, 24.0, "leapfrog", torch.zeros(1, 1, 3, dtype=torch.float64))
+        l1, l2 = (-c + np.sqrt(c**2 - 4 * omega**2)) / 2, (-c - np.sqrt(c**2 - 4 * omega**2)) / 2
+        t = trajectory.times
+        expected = x0 * (l2 * np.exp(l1 * t) - l1 * np.exp(l2 * t)) / (l2 - l1)
+        assert trajectory.refined_frames == 0
+        np.testing.assert_allclose(trajectory.coordinates[:, 0, 0], expected, rtol=0, atol=0.01 * x0)
+        assert np.all(np.diff(trajectory.coordinates[:, 0, 0]) < 0)  # no ringing
+        # all of the spring's energy is dissipated, and booked up to leapfrog's own energy error, of
+        # order (omega h)^2 / 4 = 5 % at these steps
+        assert np.abs(trajectory.energy["balance"]).max() < 0.03 * 0.5 * omega**2 * x0**2
+
+
+@pytest.mark.parametrize("damping, chosen", [(1.0, "rk4"), (150.0, "rk4"), (250.0, "leapfrog"), (1e5, "leapfrog")])
+def test_auto_takes_leapfrog_where_the_damping_would_set_explicit_steps(damping, chosen):
+    """The spring's 100 rad/s asks for omega h <= 0.5, RK4's damping bound c h <= 1: past 200 /s the
+    damping would set RK4's steps, and leapfrog, implicit in it, needs the spring's alone."""
+    system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=NO_GRAVITY, damping=damping))
+    q0, q_dot0 = torch.full((1, 1), 0.01, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    trajectory = rollout(system, q0, q_dot0, 3, 24.0, "auto", torch.zeros(1, 1, 3, dtype=torch.float64))
+    assert trajectory.method == chosen
+    assert trajectory.substeps == choose_substeps(system, 24.0, chosen, q0, q_dot0)
 
 
 def test_air_drag_gives_the_terminal_velocity_g_over_c():
