@@ -106,7 +106,7 @@ SPRINGY = ("elastic",)  # categories whose references are elastic solids: they g
 RESTITUTIONS = (0.0, 0.15, 0.3, 0.5)  # the body's share of the contact's restitution (neurok.py)
 JOINTED = ("articulated",)  # categories whose references are rigid links on free joints: damping and yield by vertex error
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
-LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0)  # of critical damping (neurok.damping_rate); JOINTED only
+LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (neurok.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
