@@ -54,3 +54,16 @@ class WallMap(SpringMap):
 
     def latent_speed(self, q_dot):
         return float(q_dot.abs().max())
+
+
+def overdamped_spring(damping, omega=100.0, x0=0.01):
+    """x'' + c x' + omega^2 x = 0 from x0 at rest, c > 2 omega: the system, its start (q0, q_dot0) and the
+    exact x(t) = x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1), l = (-c +- sqrt(c^2 - 4 omega^2)) / 2."""
+    from neurok_blender.core import Environment, LagrangianSystem
+
+    system = LagrangianSystem(SpringMap(stiffness=omega**2, mass=1.0),
+                              Environment(gravity=torch.zeros(3, dtype=torch.float64), damping=damping))
+    q0, q_dot0 = torch.full((1, 1), x0, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    root = np.sqrt(damping**2 - 4 * omega**2)
+    l1, l2 = (-damping + root) / 2, (-damping - root) / 2
+    return system, q0, q_dot0, lambda t: x0 * (l2 * np.exp(l1 * t) - l1 * np.exp(l2 * t)) / (l2 - l1)

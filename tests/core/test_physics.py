@@ -10,7 +10,7 @@ from neurok_blender.core import Conditions, Environment, LagrangianSystem, Rigid
 from neurok_blender.core.kinematics import KinematicMap
 from neurok_blender.core.mesh import fibonacci_sphere
 from neurok_blender.core.rollout import choose_substeps
-from shapes import PendulumMap, SpringMap, box
+from shapes import PendulumMap, SpringMap, box, overdamped_spring
 
 G = 9.81
 NO_GRAVITY = torch.zeros(3, dtype=torch.float64)
@@ -182,19 +182,15 @@ def test_rayleigh_damping_decays_the_amplitude_as_exp_minus_alpha_t_over_2(metho
 
 
 def test_leapfrog_takes_any_rayleigh_rate_implicitly():
-    """An overdamped spring, x'' + c x' + omega^2 x = 0 with omega = 100 rad/s, decays as
-    x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1), l = (-c +- sqrt(c^2 - 4 omega^2)) / 2: after the fast
-    mode dies, a creep at about omega^2 / c. Leapfrog takes the damping implicitly, so its steps are the
-    spring's alone (9 a frame, c h up to 460) and still follow the creep, without ringing."""
+    """An overdamped spring (omega = 100 rad/s): after the fast mode dies, a creep at about omega^2 / c.
+    Leapfrog takes the damping implicitly, so its steps are the spring's alone (9 a frame, c h up to
+    460) and still follow the creep, without ringing."""
     omega, x0 = 100.0, 0.01
     for c in (1e3, 1e5):
-        system = LagrangianSystem(SpringMap(stiffness=omega**2, mass=1.0), Environment(gravity=NO_GRAVITY, damping=c))
-        q0, q_dot0 = torch.full((1, 1), x0, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+        system, q0, q_dot0, exact = overdamped_spring(c, omega, x0)
         assert choose_substeps(system, 24.0, "leapfrog", q0, q_dot0) == 9
         trajectory = rollout(system, q0, q_dot0, 6, 24.0, "leapfrog", torch.zeros(1, 1, 3, dtype=torch.float64))
-        l1, l2 = (-c + np.sqrt(c**2 - 4 * omega**2)) / 2, (-c - np.sqrt(c**2 - 4 * omega**2)) / 2
-        t = trajectory.times
-        expected = x0 * (l2 * np.exp(l1 * t) - l1 * np.exp(l2 * t)) / (l2 - l1)
+        expected = exact(trajectory.times)
         assert trajectory.refined_frames == 0
         np.testing.assert_allclose(trajectory.coordinates[:, 0, 0], expected, rtol=0, atol=0.01 * x0)
         assert np.all(np.diff(trajectory.coordinates[:, 0, 0]) < 0)  # no ringing

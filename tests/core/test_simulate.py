@@ -169,22 +169,17 @@ def test_auto_substeps_resolve_the_stiffness_at_the_start_too():
 
 
 def test_auto_substeps_resolve_strong_damping():
-    """An overdamped spring, x'' + c x' + omega^2 x = 0 with c = 1000 /s and omega = 100 rad/s, decays
-    as x0 (l2 e^(l1 t) - l1 e^(l2 t)) / (l2 - l1), l = (-c +- sqrt(c^2 - 4 omega^2)) / 2. Steps sized for
-    the spring alone (9 a frame, c h = 4.6) leave RK4's stable range (c h < 2.8); the damping's own
+    """An overdamped spring, c = 1000 /s and omega = 100 rad/s (shapes.overdamped_spring). Steps sized
+    for the spring alone (9 a frame, c h = 4.6) leave RK4's stable range (c h < 2.8); the damping's own
     bound, c h <= 1, takes 42 and follows the solution without redoing a frame."""
     from neurok_blender.core.rollout import choose_substeps
-    from shapes import SpringMap
+    from shapes import overdamped_spring
 
-    c, omega, x0 = 1000.0, 100.0, 0.01
-    system = LagrangianSystem(SpringMap(stiffness=omega**2, mass=1.0),
-                              Environment(gravity=torch.zeros(3, dtype=torch.float64), damping=c))
-    q0, q_dot0 = torch.full((1, 1), x0, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    x0 = 0.01
+    system, q0, q_dot0, exact = overdamped_spring(1000.0, 100.0, x0)
     assert choose_substeps(system, 24.0, "rk4", q0, q_dot0) == 42
     trajectory = rollout(system, q0, q_dot0, 6, 24.0, "rk4", torch.zeros(1, 1, 3, dtype=torch.float64))
-    l1, l2 = (-c + np.sqrt(c**2 - 4 * omega**2)) / 2, (-c - np.sqrt(c**2 - 4 * omega**2)) / 2
-    t = trajectory.times
-    expected = x0 * (l2 * np.exp(l1 * t) - l1 * np.exp(l2 * t)) / (l2 - l1)
+    expected = exact(trajectory.times)
     assert trajectory.refined_frames == 0
     np.testing.assert_allclose(trajectory.coordinates[:, 0, 0], expected, rtol=0, atol=1e-6 * x0)
 
