@@ -41,7 +41,7 @@ class Trajectory:
     refined_frames: int = 0  # frames redone with more steps after going non-finite or unstable
 
 
-def choose_method(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor) -> str:
+def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor) -> str:
     """``auto``: RK4, fourth order at four evaluations a step, unless the Rayleigh damping would set its
     steps (c / STEP_DECAY above omega / STEP_PHASE): then leapfrog, which takes the damping implicitly
     and needs only the springs' steps. Articulated links at five times critical damping, 2010 /s
@@ -101,7 +101,7 @@ def rollout(
     non-finite or unstable is redone with more.
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
-    method = choose_method(system, fps, method, q0)
+    method = choose_method(system, method, q0)
     if substeps:
         substeps = max(substeps, chart_substeps(system, fps, q_dot0))
     else:
