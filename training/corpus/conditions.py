@@ -48,10 +48,15 @@ def random_conditions(rng, vertices) -> Conditions:
                       restitution=0.0)
 
 
+SOLVER_SETTINGS = ("integrator", "substeps", "expansion")  # how we integrate, not what the reference simulated
+
+
 def conditions_of(sequence, **changes) -> Conditions:
     """The Conditions a sequence was made with (``describe``'s inverse), with ``changes`` applied;
-    fields only the reference knows (cloth obstacles) are left out."""
-    d = {k: v for k, v in sequence.conditions.items() if k in Conditions.__dataclass_fields__}
+    fields only the reference knows (cloth obstacles) are left out, and so are our solver's own
+    settings stored with it (a corpus made when RK4 was the default replayed its sequences with RK4)."""
+    d = {k: v for k, v in sequence.conditions.items()
+         if k in Conditions.__dataclass_fields__ and k not in SOLVER_SETTINGS}
     d["forces"] = [Force(**f) for f in d.get("forces", [])]
     d["pull"] = Pull(**d["pull"]) if d.get("pull") else None
     for name in ("gravity", "velocity", "angular_velocity"):
