@@ -103,6 +103,9 @@ def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(
         assert all(np.allclose(a.vector, b["vector"]) for a, b in zip(conditions.forces, original.conditions["forces"]))
         assert (conditions.pull is None) == (original.conditions["pull"] is None)
         conditions.check(len(stored.rest_vertices))
+    # our solver's settings stored with a sequence are not the reference's: replays take today's defaults
+    stored.conditions.update(integrator="rk4", substeps=3)
+    assert (conditions_of(stored).integrator, conditions_of(stored).substeps) == ("auto", None)
     defaults = {"elastic": ElasticMaterial(), "cloth": ClothMaterial(), "continuum": ContinuumMaterial(),
                 "articulated": ArticulatedMaterial()}
     for category, material in defaults.items():
