@@ -7,8 +7,9 @@ barycentric embedding. Conditions are the solver's own ``Conditions``.
 
 Known defect: a body released strained from a pull (``_hold``) loses most of its spin within the
 first frame with nothing touching it, the more the stiffer it is (superquadric-1143495, 9.3 times the
-default modulus: I^-1 L from -7.92 to -0.56 rad/s at frame 1; -4.35 at a quarter of the step): the
-discrete integrator dissipates the rotation of a strained body (README, elastic fidelity).
+default modulus: I^-1 L from -7.92 to -0.56 rad/s at frame 1; -4.35 at a quarter of the step, -6.23
+at a tenth; Euler unstable at 1 and 0.1 ms): the discrete integrator dissipates the rotation of a
+strained body (README, elastic fidelity).
 """
 
 from dataclasses import dataclass
