@@ -58,6 +58,17 @@ def test_a_pulled_handle_starts_displaced_with_the_far_side_held_and_springs_bac
     np.testing.assert_allclose(momentum[-1], momentum[-2], atol=1e-4)
 
 
+def test_a_stiff_body_released_strained_and_spinning_keeps_its_angular_momentum(blob):
+    v, f, tets = blob
+    handle = int(np.argmax(v[:, 0]))
+    cond = Conditions(frames=4, pull=Pull([handle], (0.05, 0.0, 0.0)), angular_velocity=(0.0, 8.0, 0.0))
+    run = simulate_elastic(v, f, ElasticMaterial(young=4e5), cond, tets=tets)
+    # free flight (gravity has no torque about the centre): L stays the given one. Without giving back
+    # what MuJoCo's implicit step takes, 0.31 of it was left a frame later and 0.04 two frames later.
+    np.testing.assert_allclose(run.angular_momentum, np.repeat(run.angular_momentum[:1], 4, axis=0),
+                               atol=1e-6 * np.linalg.norm(run.angular_momentum[0]))
+
+
 def test_a_dropped_blob_lands_keeps_its_volume_and_repeats_exactly(blob):
     v, f, tets = blob
     cond = Conditions(frames=30, ground_height=0.0, velocity=(0.5, 0.0, 0.0), angular_velocity=(0.0, 0.0, 3.0))

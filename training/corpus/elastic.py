@@ -12,7 +12,8 @@ from training.shapes.tetra import layered_tets
 from .conditions import describe, drop_height, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
-GENERATOR = "elastic-mujoco-flex-4"  # 2: pull-and-release; 3: blow-ups refused; 4: elliptic friction cone
+GENERATOR = "elastic-mujoco-flex-5"  # 2: pull-and-release; 3: blow-ups refused; 4: elliptic friction cone;
+# 5: angular momentum kept in free flight
 SIMULATION_GRID = dict(rings=14, segments=20)  # the FEM's coarser copy of the shape: 2 layers, 525 nodes
 
 
