@@ -89,7 +89,7 @@ def simulate_elastic(vertices, faces, material: ElasticMaterial | None = None,
             for node, share, vector, start, end in loads:
                 if start <= t < end:
                     data.xfrc_applied[bodies[node], :3] += share * vector
-            loaded = any(start <= t < end for *_, start, end in loads)
+            loaded = data.xfrc_applied.any()
             for _ in range(steps):
                 momentum = _angular_momentum(model, data, masses, bodies, dofs)[1]
                 mujoco.mj_step(model, data)
