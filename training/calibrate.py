@@ -37,7 +37,14 @@ mean vertex error: the learned coordinates' contact stops too much of a landing 
 bounces too low (a ball dropped onto a dead ground rebounds at 0.53 of its impact speed on them alone,
 at 0.70 in the reference, ``benchmarks/elastic_bounce.py``), and where it goes after the bounce is what
 the two decide; the shape hardly changes with them (on 5 elastic training sequences at 32 Hz and 0.5 /s
-the vertex error falls from 0.436 with a dead contact to 0.262 at restitution 0.5).
+the vertex error falls from 0.436 with a dead contact to 0.262 at restitution 0.5). Their references
+damp in proportion to the stiffness (MuJoCo flex: D = beta K), so their damping rate is stored as the
+rate at stiffness 1 and grows with it (``PROPORTIONAL``, ``neurok.damping_rate``): a stiff body's
+ringing after a pull or an impact dies within a few periods, as in the reference, where a constant
+rate let it ring on and bounce (on the 40 held-out elastic sequences at 80 /s, beta_default omega^2
+at 32 Hz, and restitution 0.5: 0.740 of the diagonal at 2 s against the constant 0.5 /s's 0.775;
+calibrated at that rate on 10 training sequences of the references that keep their spin, the
+restitution 0.3: 0.418 dead, 0.419 at 0.15, 0.397 at 0.3, 0.402 at 0.5, rigid motion 0.411).
 Categories whose references are rigid links on joints (articulated: MuJoCo) get their damping by
 the vertex error too, over a grid that reaches past critical damping: the references' links land
 without bouncing (on the 12 plain drops among the first 25 held-out sequences their centre of mass
@@ -109,8 +116,9 @@ JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 o
 LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (neurok.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
-                   "least_damping_ratio")  # CategoryMaterial's
+                   "least_damping_ratio", "stiffness_proportional")  # CategoryMaterial's
 
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
@@ -278,7 +286,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
         key = (frequency, damping, strain, rolling, restitution, ratio)
         if key not in trials:
-            trials[key] = result = score(model, sequences, CategoryMaterial(*key), frames, pool)
+            material = CategoryMaterial(*key, stiffness_proportional=category in PROPORTIONAL)
+            trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}: shape error {result[0]:.4f}, "
                   f"vertex error {result[1]:.4f}", flush=True)
@@ -301,7 +310,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
         damping = min(grid, key=lambda d: trial(frequency, d)[0])
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
-              "restitution": restitution, "least_damping_ratio": ratio, "shape_error": error, "vertex_error": vertex,
+              "restitution": restitution, "least_damping_ratio": ratio,
+              "stiffness_proportional": category in PROPORTIONAL, "shape_error": error, "vertex_error": vertex,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
@@ -334,7 +344,8 @@ def table(report: dict) -> str:
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
-        lines.append(f"| {category} | {r['frequency']} | {r['damping']} | {strain} | {r.get('rolling_resistance', 0.0)} "
+        damping = f"{r['damping']} x stiffness" if r.get("stiffness_proportional") else r["damping"]
+        lines.append(f"| {category} | {r['frequency']} | {damping} | {strain} | {r.get('rolling_resistance', 0.0)} "
                      f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} | {r['shape_error']:.4f} "
                      f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:

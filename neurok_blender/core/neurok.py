@@ -13,7 +13,8 @@ strain at which they yield and the rolling resistance of the footprint they flat
 (its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``), for
 bodies that never yield, the restitution of their own give at the contact (``contact_restitution``)
 and, for rigid links on joints, the least damping ratio of their deformation (``damping_rate``);
-Conditions.stiffness scales the potential (frequency by its square root), Conditions.damping the
+Conditions.stiffness scales the potential (frequency by its square root) and, for materials whose
+references damp as beta K (elastic solids), the damping rate with it; Conditions.damping scales the
 damping rate and Conditions.plasticity divides the yield strain and multiplies the rolling resistance
 (a body that yields sooner flattens more; linear is a choice, not a measurement).
 """
@@ -48,11 +49,12 @@ class CategoryMaterial:
     """A category's default material on the learned coordinates (stiffness = damping = 1)."""
 
     frequency: float  # Hz: small deformations oscillate at this frequency
-    damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates
+    damping: float  # 1/s: mass-proportional Rayleigh rate on the deformation coordinates (at stiffness 1)
     yield_strain: float | None = None  # the rest shape flows past this strain (neural.py); None: never
     rolling_resistance: float = 0.0  # a yielding body's footprint lever arm over its radius of gyration
     restitution: float = 0.0  # added to the ground's for a body that never yields: the give its coordinates lack
     least_damping_ratio: float = 0.0  # of critical, 2 omega: the deformation never rings less damped (damping_rate)
+    stiffness_proportional: bool = False  # the damping rate grows with the stiffness, D = beta K (damping_rate)
 
     def __post_init__(self):
         """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
@@ -68,18 +70,27 @@ class CategoryMaterial:
             raise ValueError(f"restitution must lie in [0, 1), got {self.restitution!r}")
         if not (math.isfinite(self.least_damping_ratio) and self.least_damping_ratio >= 0):
             raise ValueError(f"least_damping_ratio must be non-negative, got {self.least_damping_ratio!r}")
+        if not isinstance(self.stiffness_proportional, bool):
+            raise ValueError(f"stiffness_proportional must be True or False, got {self.stiffness_proportional!r}")
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
     """The Rayleigh rate c (1/s) of the deformation coordinates: the material's scaled by
     Conditions.damping, and at least least_damping_ratio of critical damping, c >= zeta 2 omega with
     omega = 2 pi frequency, for any damping but 0, which turns all dissipation off (conservative runs).
+    A stiffness-proportional material's rate grows with the stiffness: its references damp as D = beta K
+    (MuJoCo flex), and on coordinates that all oscillate at omega, K = omega^2 M, so beta K is the
+    mass-proportional c M with c = beta omega^2 = c_1 (frequency / material.frequency)^2, c_1 the rate
+    at stiffness 1 (a body 9 times stiffer rings 3 times faster and decays 9 times faster).
     The floor is for rigid links on free joints: they store no energy in their joints, so a learned
     deformation that stands for them must take an impact's share without ringing and giving it back,
     however weak the joints' own damping (``training/calibrate.py``)."""
     if damping == 0:
         return 0.0
-    return max(material.damping * damping, material.least_damping_ratio * 2 * (2 * math.pi * frequency))
+    rate = material.damping * damping
+    if material.stiffness_proportional:
+        rate *= (frequency / material.frequency) ** 2
+    return max(rate, material.least_damping_ratio * 2 * (2 * math.pi * frequency))
 
 
 def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:

@@ -110,6 +110,23 @@ def test_jointed_links_never_ring_below_their_least_damping_ratio_unless_damping
         dataclasses.replace(floored, least_damping_ratio=-1.0)
 
 
+def test_a_stiffness_proportional_material_damps_as_beta_k_and_survives_its_checkpoint(neurok, tmp_path):
+    """D = beta K on coordinates that oscillate at omega is c M with c = beta omega^2: four times the
+    stiffness, four times the rate (a plain material's stays); Conditions.damping scales beta."""
+    proportional = {**MATERIALS, "elastic": {**MATERIALS["elastic"], "stiffness_proportional": True}}
+    path = tmp_path / "neurok.pt"
+    save_checkpoint(path, neurok.model, {"steps": 0}, materials=proportional)
+    loaded = NeuROK.load(path, device="cpu")
+    assert loaded.materials["elastic"].stiffness_proportional and not loaded.materials["cloth"].stiffness_proportional
+    rate = lambda model, **c: model.body(*BOX, Conditions(**c), "elastic")[1]["damping"]
+    assert rate(loaded) == pytest.approx(0.5)
+    assert rate(loaded, stiffness=4.0) == pytest.approx(4 * 0.5)
+    assert rate(loaded, stiffness=4.0, damping=3.0) == pytest.approx(3 * 4 * 0.5)
+    assert rate(neurok, stiffness=4.0) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="stiffness_proportional"):  # read from a checkpoint, so checked
+        dataclasses.replace(loaded.materials["elastic"], stiffness_proportional="yes")
+
+
 def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
     v, f = BOX
     top, bottom = np.flatnonzero(v[:, 2] > 1.1).tolist(), np.flatnonzero(v[:, 2] < 1.1).tolist()

@@ -70,7 +70,7 @@ def test_a_cloth_category_takes_frequency_and_damping_by_shape_error(monkeypatch
     report = calibrate_category(None, "cloth", [SimpleNamespace(shape="a")], 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
     assert report["rolling_resistance"] == 0.0 and report["restitution"] == 0.0
-    assert report["least_damping_ratio"] == 0.0
+    assert report["least_damping_ratio"] == 0.0 and not report["stiffness_proportional"]
 
 
 def test_a_jointed_category_takes_damping_and_yield_together_then_its_least_damping_ratio_by_vertex_error(
@@ -99,7 +99,12 @@ def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_th
 
 def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
+    replayed, landscape = [], calibrate.score
+    monkeypatch.setattr(calibrate, "score", lambda model, sequences, material, frames, pool=None: (
+        replayed.append(material), landscape(model, sequences, material, frames, pool))[1])
     report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
+    # MuJoCo flex damps as beta K: every replay and the stored material damp in proportion to the stiffness
+    assert report["stiffness_proportional"] and all(m.stiffness_proportional for m in replayed)
     assert (report["frequency"], report["damping"], report["restitution"]) == (8.0, 0.5, 0.3)
     assert report["yield_strain"] is None and report["rolling_resistance"] == 0.0
     assert report["least_damping_ratio"] == 0.0  # an elastic solid's own damping is what it has
