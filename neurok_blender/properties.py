@@ -108,7 +108,8 @@ class NeurokSettings(bpy.types.PropertyGroup):
                            description="What kind of body this is; the learned model deforms it accordingly")
     stiffness: FloatProperty(name="Stiffness", default=1.0, min=1e-3, soft_max=100.0,
                              description="Scales how strongly the body resists deformation: 1 is the "
-                                         "category's default material, 4 oscillates twice as fast")
+                                         "category's default material, 4 oscillates twice as fast (an "
+                                         "elastic solid's wobble also dies four times as fast)")
     damping: FloatProperty(name="Damping", default=1.0, min=0.0, soft_max=20.0,
                            description="Scales how quickly the body's wobble dies out: 1 is the category's "
                                        "default material, 0 wobbles forever")

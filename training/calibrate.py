@@ -34,8 +34,8 @@ ours, without it and before the friction fix of ``core/contact.py``, tipped over
 Categories whose references are elastic solids (elastic: MuJoCo flex FEM) get their damping and the
 restitution of their own give at the contact (``neurok.contact_restitution``) chosen together, by the
 mean vertex error: the learned coordinates' contact stops too much of a landing body at once, so it
-bounces too low (a ball dropped onto a dead ground rebounds at 0.53 of its impact speed on them alone,
-at 0.70 in the reference, ``benchmarks/elastic_bounce.py``), and where it goes after the bounce is what
+bounces too low (a ball dropped onto a dead ground rebounds at 0.42 of its impact speed on them alone,
+at 0.65 in the reference, ``benchmarks/elastic_bounce.py``), and where it goes after the bounce is what
 the two decide; the shape hardly changes with them (on 5 elastic training sequences at 32 Hz and 0.5 /s
 the vertex error falls from 0.436 with a dead contact to 0.262 at restitution 0.5). Their references
 damp in proportion to the stiffness (MuJoCo flex: D = beta K), so their damping rate is stored as the
