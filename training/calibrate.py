@@ -282,11 +282,12 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
     category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
+    proportional = category in PROPORTIONAL
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
         key = (frequency, damping, strain, rolling, restitution, ratio)
         if key not in trials:
-            material = CategoryMaterial(*key, stiffness_proportional=category in PROPORTIONAL)
+            material = CategoryMaterial(*key, stiffness_proportional=proportional)
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}: shape error {result[0]:.4f}, "
@@ -311,7 +312,7 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
-              "stiffness_proportional": category in PROPORTIONAL, "shape_error": error, "vertex_error": vertex,
+              "stiffness_proportional": proportional, "shape_error": error, "vertex_error": vertex,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
