@@ -31,6 +31,16 @@ def test_a_sequence_is_a_function_of_its_seed_and_split():
     assert sample_articulated(11, "heldout").shape != a.shape
 
 
+def test_a_nudge_changes_the_initial_velocity_and_nothing_else():
+    """benchmarks/reference_spread.py makes a sequence again from a start 1 mm/s off."""
+    a, b = sample_articulated(11, "train"), sample_articulated(11, "train", nudge=1e-3)
+    assert b.shape == a.shape and b.material == a.material
+    assert b.conditions["velocity"][0] == pytest.approx(a.conditions["velocity"][0] + 1e-3, abs=1e-12)
+    assert {**b.conditions, "velocity": None} == {**a.conditions, "velocity": None}
+    step = np.abs(b.positions[1] - a.positions[1]).max()
+    assert 0 < step < 2e-3 / 24  # the first frame moved by about the nudge times a frame
+
+
 def test_sequences_record_what_the_model_needs():
     s = sample_articulated(4, "train")
     assert s.positions.shape == (60, len(s.rest_vertices), 3)

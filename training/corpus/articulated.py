@@ -12,22 +12,23 @@ from training.shapes.articulated import BUILDERS, INSIDE
 from neurok_blender.core.mesh import winding_number
 from training.shapes.geometry import axis_rotation, enclosed_volume, surface_distance
 
-from .conditions import describe, drop_height, random_conditions, random_orientation
+from .conditions import describe, drop_height, nudged, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
 GENERATOR = "articulated-mujoco-5"  # 2: hinges on edges, swept ranges, overlap measured; 3: pull; 4: stable steps; 5: elliptic friction cone
 OVERLAP_EVERY = 6  # frames between part-overlap measurements
 
 
-def sample_articulated(seed: int, split: str) -> Sequence:
-    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed."""
+def sample_articulated(seed: int, split: str, nudge: float = 0.0) -> Sequence:
+    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed;
+    ``nudge`` adds that much initial velocity along x (``conditions.nudged``)."""
     rng = np.random.default_rng([seed, SPLIT_STREAM[split]])
     builder = sorted(BUILDERS)[int(rng.integers(len(BUILDERS)))]
     shape_seed = int(rng.integers(0, HELDOUT_SHAPES)) + (HELDOUT_SHAPES if split == "heldout" else 0)
     obj = BUILDERS[builder](np.random.default_rng(shape_seed)).moved(random_orientation(rng), np.zeros(3))
     obj = obj.moved(np.eye(3), [0.0, 0.0, drop_height(rng, obj.mesh()[0])])
     vertices, faces, part_ids = obj.mesh()
-    conditions = random_conditions(rng, vertices)
+    conditions = nudged(random_conditions(rng, vertices), nudge)
     if conditions.pull is not None:
         conditions = dataclasses.replace(conditions, pull=_reachable_pull(rng, obj, vertices, part_ids))
     mass = conditions.mass

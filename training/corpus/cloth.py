@@ -11,15 +11,16 @@ from training.shapes.geometry import axis_rotation
 from training.shapes.sheets import random_cloth
 from training.shapes.solids import grid_surface
 
-from .conditions import FPS, FRAMES, describe, random_orientation
+from .conditions import FPS, FRAMES, describe, nudged, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
 GENERATOR = "cloth-blender-1"
 INSIDE_TOLERANCE = 0.002  # m: a vertex deeper than this inside an obstacle counts as passing into it
 
 
-def sample_cloth(seed: int, split: str) -> Sequence:
-    """Sequence ``seed`` of ``split``, deterministic: shape, pose, obstacles, throw and material from the seed."""
+def sample_cloth(seed: int, split: str, nudge: float = 0.0) -> Sequence:
+    """Sequence ``seed`` of ``split``, deterministic: shape, pose, obstacles, throw and material from the seed;
+    ``nudge`` adds that much initial velocity along x (``conditions.nudged``)."""
     rng = np.random.default_rng([seed, SPLIT_STREAM[split]])
     shape_seed = int(rng.integers(0, HELDOUT_SHAPES)) + (HELDOUT_SHAPES if split == "heldout" else 0)
     vertices, faces = random_cloth(np.random.default_rng(shape_seed))
@@ -31,6 +32,7 @@ def sample_cloth(seed: int, split: str) -> Sequence:
     conditions = Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=material.vertex_mass * len(vertices),
                             velocity=(*rng.normal(0, 0.6, size=2), rng.uniform(-1.0, 1.0)) if rng.random() < 0.6
                             else (0.0, 0.0, 0.0))
+    conditions = nudged(conditions, nudge)
     began = time.perf_counter()
     run = simulate_cloth(vertices, faces, material, conditions, colliders=[o["mesh"] for o in obstacles])
     seconds = time.perf_counter() - began

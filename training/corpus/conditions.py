@@ -1,5 +1,7 @@
 """Random physical conditions shared by the solid categories: pose, drop, throw, push, pull, mass."""
 
+import dataclasses
+
 import numpy as np
 
 from neurok_blender.core import Conditions, Force, Pull
@@ -46,6 +48,15 @@ def random_conditions(rng, vertices) -> Conditions:
                       velocity=(rng.normal(0, 0.7), rng.normal(0, 0.7), rng.uniform(-1.0, 1.5)),
                       angular_velocity=tuple(rng.normal(0, 2.5, size=3)), friction=float(rng.uniform(0.2, 1.0)),
                       restitution=0.0)
+
+
+def nudged(conditions: Conditions, nudge: float) -> Conditions:
+    """``conditions`` with ``nudge`` m/s more initial velocity along x: a start no measurement of the
+    scene would tell apart, to see how far the reference itself runs off (``benchmarks/reference_spread.py``)."""
+    if nudge == 0.0:
+        return conditions
+    vx, vy, vz = conditions.velocity
+    return dataclasses.replace(conditions, velocity=(vx + nudge, vy, vz))
 
 
 SOLVER_SETTINGS = ("integrator", "substeps", "expansion")  # how we integrate, not what the reference simulated

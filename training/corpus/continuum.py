@@ -15,7 +15,7 @@ import numpy as np
 from training.reference.continuum import MODELS, ContinuumMaterial, simulate_continuum
 from training.shapes.geometry import enclosed_volume
 
-from .conditions import describe, drop_height, random_conditions, random_orientation
+from .conditions import describe, drop_height, nudged, random_conditions, random_orientation
 from .elastic import surface_masses
 from .sequence import SPLIT_STREAM, Sequence
 from .solids import random_solid
@@ -25,14 +25,15 @@ PARTICLES = 4000
 SOFT_PUSH = 0.25  # pushes on jelly and clay are scaled by this, from 0.5-4 body weights to 0.125-1
 
 
-def sample_continuum(seed: int, split: str) -> Sequence:
-    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed."""
+def sample_continuum(seed: int, split: str, nudge: float = 0.0) -> Sequence:
+    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed;
+    ``nudge`` adds that much initial velocity along x (``conditions.nudged``)."""
     rng = np.random.default_rng([seed, SPLIT_STREAM[split]])
     shape, vertices, faces = random_solid(rng, split)
     rotation = random_orientation(rng)
     vertices = vertices @ rotation.T
     vertices = vertices + [0.0, 0.0, drop_height(rng, vertices)]
-    conditions = random_conditions(rng, vertices)
+    conditions = nudged(random_conditions(rng, vertices), nudge)
     model = MODELS[int(rng.integers(len(MODELS)))]
     volume = enclosed_volume(vertices, faces)
     material = _random_material(rng, model, conditions.mass / volume, volume ** (1 / 3), conditions.friction)

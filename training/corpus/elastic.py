@@ -9,7 +9,7 @@ from neurok_blender.core.mesh import triangle_areas
 from training.shapes.solids import superquadric
 from training.shapes.tetra import layered_tets
 
-from .conditions import describe, drop_height, random_conditions, random_orientation
+from .conditions import describe, drop_height, nudged, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
 GENERATOR = "elastic-mujoco-flex-5"  # 2: pull-and-release; 3: blow-ups refused; 4: elliptic friction cone;
@@ -17,8 +17,9 @@ GENERATOR = "elastic-mujoco-flex-5"  # 2: pull-and-release; 3: blow-ups refused;
 SIMULATION_GRID = dict(rings=14, segments=20)  # the FEM's coarser copy of the shape: 2 layers, 525 nodes
 
 
-def sample_elastic(seed: int, split: str) -> Sequence:
-    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed."""
+def sample_elastic(seed: int, split: str, nudge: float = 0.0) -> Sequence:
+    """Sequence ``seed`` of ``split``, deterministic: shape, pose, conditions and material from the seed;
+    ``nudge`` adds that much initial velocity along x (``conditions.nudged``)."""
     rng = np.random.default_rng([seed, SPLIT_STREAM[split]])
     shape_seed = int(rng.integers(0, HELDOUT_SHAPES)) + (HELDOUT_SHAPES if split == "heldout" else 0)
     vertices, faces = superquadric(np.random.default_rng(shape_seed))
@@ -26,7 +27,7 @@ def sample_elastic(seed: int, split: str) -> Sequence:
     rotation = random_orientation(rng)
     lift = np.array([0.0, 0.0, drop_height(rng, vertices @ rotation.T)])
     vertices, coarse = vertices @ rotation.T + lift, coarse @ rotation.T + lift
-    conditions = random_conditions(rng, vertices)
+    conditions = nudged(random_conditions(rng, vertices), nudge)
     material = ElasticMaterial(young=float(np.exp(rng.uniform(np.log(1e4), np.log(5e5)))),
                                poisson=float(rng.uniform(0.25, 0.45)),
                                damping=float(np.exp(rng.uniform(np.log(5e-4), np.log(5e-3)))),
