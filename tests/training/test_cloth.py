@@ -48,6 +48,7 @@ def test_a_thrown_sheet_leaves_with_the_requested_velocity(sheet):
     run = simulate_cloth(v, f, conditions=Conditions(frames=3, fps=FPS, velocity=(1.5, -0.5, 0.0)))
     first = (run.positions[1] - run.positions[0]).mean(0) * FPS
     np.testing.assert_allclose(first[:2], [1.5, -0.5], rtol=0.01)
+    np.testing.assert_allclose(run.positions[0], v, atol=1e-3)  # released where it was given, not a run-up ahead
     assert np.abs(run.strain).max() < 0.01  # the run-up accelerates it without stretching it
 
 
@@ -66,6 +67,13 @@ def test_a_sheet_settles_on_the_ground_and_drapes_over_a_sphere(sheet):
     corners = np.linalg.norm(v[:, :2], axis=1) > 0.35
     assert last[corners, 2].max() < 2 * radius - 0.05  # the rest hangs down around it
     assert np.percentile(np.abs(run.strain), 99) < 0.1
+
+
+def test_a_run_up_that_would_start_in_the_ground_is_refused(sheet):
+    v, f = sheet
+    with pytest.raises(ValueError, match="run-up would start"):
+        simulate_cloth(v - [0.0, 0.0, 0.99], f, conditions=Conditions(frames=3, fps=FPS, velocity=(0.0, 0.0, 1.0),
+                                                                     ground_height=0.0))
 
 
 def test_same_input_same_result_and_unsupported_conditions_refused(sheet):
