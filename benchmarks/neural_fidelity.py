@@ -40,6 +40,7 @@ from training.calibrate import (diagonal, errors_over_time, pick_sequences, posi
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
 SHAPE_VARIANTS = ("neural", "rigid only")  # the shape error column: what the deformation adds
+FLOOR = 1e-4  # plotted errors start here: at frame 0 they are zero
 
 
 def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
@@ -174,9 +175,10 @@ def plot(rows: list[dict], destination: Path) -> None:
                 length = min(len(s) for s in series)
                 mean = np.mean([s[:length] for s in series], 0)
                 fps = next(r["fps"] for r in rows if r["category"] == category)
-                axis.plot(np.arange(length) / fps, mean, label=variant)
+                axis.plot(np.arange(length) / fps, np.maximum(mean, FLOOR), label=variant)
         axis.set_title(category)
         axis.set_xlabel("time (s)")
+        axis.set_yscale("log")  # the paper's setting falls forever: on a linear axis it hides the rest
     np.atleast_1d(axes)[0].set_ylabel("mean vertex error / diagonal")
     np.atleast_1d(axes)[0].legend(fontsize=8)
     figure.tight_layout()
