@@ -14,7 +14,13 @@ MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
-STEP_PHASE = 0.5  # omega h of the stiffest spring: each step turns it by at most this (rad)
+# omega h of the stiffest spring (rad): each step turns it by at most this. RK4 (fourth order) keeps
+# 0.994 of an undamped oscillation's amplitude a step at 1, so a bounce (pi steps) about 2 % low; the
+# lower-order methods keep 0.5: at 1, leapfrog's phase error a step, (omega h)^3 / 24, grows eightfold
+# and an overdamped creep left its analytic path (tests/core/test_physics.py)
+STEP_PHASE = {"rk4": 1.0}
+LOWER_ORDER_PHASE = 0.5  # every other method
+LEAPFROG_EVALUATIONS = 5  # force evaluations of one leapfrog step with its implicit kicks, about (RK4: 4)
 # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
 STEP_DECAY = 1.0
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
@@ -42,21 +48,28 @@ class Trajectory:
 
 
 def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor) -> str:
-    """``auto``: RK4, fourth order at four evaluations a step, unless the Rayleigh damping would set its
-    steps (c / STEP_DECAY above omega / STEP_PHASE): then leapfrog, which takes the damping implicitly
-    and needs only the springs' steps. Articulated links at five times critical damping, 2010 /s
-    against a 316 rad/s contact, take 84 RK4 steps a frame or 27 leapfrog ones: 25 held-out replays
-    in 1993 s of one core with RK4 and 987 s with leapfrog, at the same error (README). Where the
-    springs set the steps RK4 is the cheaper: leapfrog's implicit kicks take about 5 evaluations a
-    step (elastic held-out replays 1.4 times as long)."""
+    """``auto``: whichever of RK4 and leapfrog takes fewer force evaluations a frame. RK4, fourth order
+    at four evaluations a step, needs steps for the springs and for the Rayleigh damping (c h <=
+    STEP_DECAY); leapfrog takes the damping implicitly and needs only the springs', but smaller ones
+    (second order) at about five evaluations each. Articulated links at ten times critical damping,
+    4020 /s against a 316 rad/s contact, take 168 RK4 steps a frame or 27 leapfrog ones: 25 held-out
+    replays (at five times critical) in 1993 s of one core with RK4 and 987 s with leapfrog, at the
+    same error (README). Where the springs set the steps RK4 is the cheaper (elastic held-out replays
+    took 1.4 times as long with leapfrog)."""
     if method != AUTO:
         return method
     omega, decay = system.fastest_rates(q)
-    return "leapfrog" if decay / STEP_DECAY > omega / STEP_PHASE else "rk4"
+    rk4 = 4 * max(omega / step_phase("rk4"), decay / STEP_DECAY)
+    return "leapfrog" if LEAPFROG_EVALUATIONS * omega / step_phase("leapfrog") < rk4 else "rk4"
+
+
+def step_phase(method: str) -> float:
+    """The largest omega h of the stiffest spring a step of ``method`` may take (STEP_PHASE)."""
+    return STEP_PHASE.get(method, LOWER_ORDER_PHASE)
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor, q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= STEP_PHASE and, for
+    """Steps per frame: the stiffest spring (at rest and at the start) gets omega h <= step_phase and, for
     an explicit method, the fastest damped motion c h <= STEP_DECAY (adaptive methods choose their own
     steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
@@ -64,7 +77,7 @@ def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.
     omega, decay = system.fastest_rates(q)
     if method in IMPLICIT_RAYLEIGH:
         decay = 0.0
-    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(omega / (fps * STEP_PHASE)),
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), math.ceil(omega / (fps * step_phase(method))),
                math.ceil(decay / (fps * STEP_DECAY)))
 
 
