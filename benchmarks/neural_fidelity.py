@@ -108,7 +108,7 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
                         "chamfer_2s": chamfer_at(positions, sequence, 2.0),
                         "shape_2s": shape_error_at(positions, sequence, 2.0),
                         "seconds": time.perf_counter() - began}
-    print(sequence.category, sequence.shape, {v: _at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
+    print(sequence.category, sequence.shape, {v: error_at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
     return row
 
 
@@ -131,7 +131,8 @@ def shape_error_at(positions: np.ndarray, sequence, t: float) -> float:
     return shape_error(positions[frame], sequence.positions[frame], diagonal(sequence))
 
 
-def _at(result: dict, t: float, fps: float):
+def error_at(result: dict, t: float, fps: float):
+    """A variant's error at time t (its ``over_time`` series), None where it failed."""
     if "over_time" not in result:
         return None
     series = result["over_time"]
@@ -149,7 +150,7 @@ def table(rows: list[dict]) -> str:
     lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + len(SHAPE_VARIANTS) + 2)]
     for category, group in groups.items():
         complete = [r for r in group if all("over_time" in r[v] for v in VARIANTS)]  # every variant on the same sequences
-        cells = [f"{np.mean([_at(r[v], t, r['fps']) for r in complete]):.4f}" if complete else "-"
+        cells = [f"{np.mean([error_at(r[v], t, r['fps']) for r in complete]):.4f}" if complete else "-"
                  for v in VARIANTS for t in TIMES]
         chamfer = [r["neural"]["chamfer_2s"] for r in complete]
         failed = sum("error" in r[v] for r in group for v in VARIANTS)

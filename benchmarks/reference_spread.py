@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import write_results
+from benchmarks.neural_fidelity import TIMES, error_at
 from neurok_blender.core.conditions import DEFORMABLE
 from training.calibrate import errors_over_time, pick_sequences, positive
 from training.generate import SAMPLERS, worker_pool
 
-TIMES = (0.5, 1.0, 2.0)  # s
 GOAL = 0.02  # the goal at 2 s, over the diagonal
 
 
@@ -39,13 +39,8 @@ def spread_row(job) -> dict:
                            f"where the corpus has {sequence.shape} ({sequence.generator}): not the same sequence")
     row = {"category": sequence.category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps,
            "over_time": errors_over_time(again.positions.astype(np.float64), sequence).tolist()}
-    print(sequence.category, sequence.shape, f"{at(row, 2.0):.4f} at 2 s", flush=True)
+    print(sequence.category, sequence.shape, f"{error_at(row, 2.0, row['fps']):.4f} at 2 s", flush=True)
     return row
-
-
-def at(row: dict, t: float, key: str = "over_time") -> float:
-    series = row[key]
-    return series[min(int(round(t * row["fps"])), len(series) - 1)]
 
 
 def table(rows: list[dict], fidelity: dict | None) -> str:
@@ -61,14 +56,14 @@ def table(rows: list[dict], fidelity: dict | None) -> str:
         columns += 3
     lines = [header, "|---|---:|" + "---:|" * columns]
     for category, group in groups.items():
-        spread = [at(r, 2.0) for r in group]
-        cells = [f"{np.mean([at(r, t) for r in group]):.4f}" for t in TIMES]
+        spread = [error_at(r, 2.0, r["fps"]) for r in group]
+        cells = [f"{np.mean([error_at(r, t, r['fps']) for r in group]):.4f}" for t in TIMES]
         cells += [f"{np.median(spread):.4f}", f"{sum(s < GOAL for s in spread)} of {len(group)}"]
         if fidelity:
             replays = [fidelity.get((r["category"], r["shape"], r["seed"])) for r in group]
             done = [f for f in replays if f and all("over_time" in f[v] for v in ("neural", "rigid only"))]
-            neural = [at({**f["neural"], "fps": f["fps"]}, 2.0) for f in done]
-            rigid = [at({**f["rigid only"], "fps": f["fps"]}, 2.0) for f in done]
+            neural = [error_at(f["neural"], 2.0, f["fps"]) for f in done]
+            rigid = [error_at(f["rigid only"], 2.0, f["fps"]) for f in done]
             cells += [f"{np.mean(neural):.4f}" if done else "-", f"{np.mean(rigid):.4f}" if done else "-",
                       f"{sum(n < GOAL for n in neural)} of {len(done)}"]
         lines.append(f"| {category} | {len(group)} | " + " | ".join(cells) + " |")

@@ -53,8 +53,6 @@ def random_conditions(rng, vertices) -> Conditions:
 def nudged(conditions: Conditions, nudge: float) -> Conditions:
     """``conditions`` with ``nudge`` m/s more initial velocity along x: a start no measurement of the
     scene would tell apart, to see how far the reference itself runs off (``benchmarks/reference_spread.py``)."""
-    if nudge == 0.0:
-        return conditions
     vx, vy, vz = conditions.velocity
     return dataclasses.replace(conditions, velocity=(vx + nudge, vy, vz))
 
