@@ -102,14 +102,17 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                      default=(0.0, 0.0, 0.1),
                                      description="How far the handle is pulled, world axes")
     mass: FloatProperty(name="Mass", default=1.0, min=0.0, soft_min=0.001, soft_max=1000.0, unit="MASS",
-                        description="Total mass; spread by volume for closed meshes, by area for open ones")
+                        description="Total mass; spread by volume for closed meshes, by area for open ones. "
+                                    "A heavier solid of the same stiffness wobbles slower (four times the mass, "
+                                    "half as fast)")
     category: EnumProperty(name="Category", default="auto",
                            items=[(k, k.capitalize(), v) for k, v in CATEGORIES.items()],
                            description="What kind of body this is; the learned model deforms it accordingly")
     stiffness: FloatProperty(name="Stiffness", default=1.0, min=1e-3, soft_max=100.0,
                              description="Scales how strongly the body resists deformation: 1 is the "
                                          "category's default material, 4 oscillates twice as fast (an "
-                                         "elastic solid's wobble also dies four times as fast)")
+                                         "elastic solid's wobble also dies four times as fast); a solid "
+                                         "of it wobbles slower the heavier or larger it is")
     damping: FloatProperty(name="Damping", default=1.0, min=0.0, soft_max=20.0,
                            description="Scales how quickly the body's wobble dies out: 1 is the category's "
                                        "default material, 0 wobbles forever")

@@ -94,6 +94,7 @@ import torch
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.mesh import signed_volume
 from neurok_blender.core.neurok import CategoryMaterial
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
@@ -117,8 +118,9 @@ LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damp
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
+SOLID = ("elastic", "continuum")  # categories whose frequency follows the body's mass and size (neurok.solid_frequency_scale)
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
-                   "least_damping_ratio", "stiffness_proportional")  # CategoryMaterial's
+                   "least_damping_ratio", "stiffness_proportional", "mass_per_length")  # CategoryMaterial's
 
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
@@ -283,11 +285,12 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
     proportional = category in PROPORTIONAL
+    per_length = mass_per_length(sequences) if category in SOLID else None
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
         key = (frequency, damping, strain, rolling, restitution, ratio)
         if key not in trials:
-            material = CategoryMaterial(*key, stiffness_proportional=proportional)
+            material = CategoryMaterial(*key, stiffness_proportional=proportional, mass_per_length=per_length)
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}: shape error {result[0]:.4f}, "
@@ -312,7 +315,7 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
-              "stiffness_proportional": proportional, "shape_error": error, "vertex_error": vertex,
+              "stiffness_proportional": proportional, "mass_per_length": per_length, "shape_error": error, "vertex_error": vertex,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
@@ -322,6 +325,14 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
           f"{restitution}, least damping ratio {ratio}, mean shape error {error:.4f} of the diagonal (vertex error "
           f"{vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, {report['seconds']} s)", flush=True)
     return report
+
+
+def mass_per_length(sequences) -> float:
+    """The geometric mean of M / V^(1/3) (kg/m) over the sequences' bodies: where a solid category's
+    measured frequency holds (``neurok.solid_frequency_scale``)."""
+    return float(np.exp(np.mean([np.log(s.conditions["mass"] / abs(signed_volume(s.rest_vertices.astype(np.float64),
+                                                                                 s.faces)) ** (1 / 3))
+                                 for s in sequences])))
 
 
 def store(weights: Path, report: dict) -> None:
@@ -339,15 +350,16 @@ def store(weights: Path, report: dict) -> None:
 
 def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | rolling resistance | restitution "
-             "| least damping ratio | mean shape error / diagonal | mean vertex error / diagonal | non-finite "
-             "| sequences x frames |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| least damping ratio | at mass per length (kg/m) | mean shape error / diagonal "
+             "| mean vertex error / diagonal | non-finite | sequences x frames |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
         damping = f"{r['damping']} x stiffness" if r.get("stiffness_proportional") else r["damping"]
         lines.append(f"| {category} | {r['frequency']} | {damping} | {strain} | {r.get('rolling_resistance', 0.0)} "
-                     f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} | {r['shape_error']:.4f} "
+                     f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} "
+                     f"| {'any' if r.get('mass_per_length') is None else round(r['mass_per_length'], 3)} | {r['shape_error']:.4f} "
                      f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]

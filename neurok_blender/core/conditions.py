@@ -57,7 +57,8 @@ class Conditions:
     Units are SI: m, s, kg, N, rad/s. ``substeps=None`` picks the step from the stiffest spring.
     ``category`` is a hint for the neural solver ("auto" reads the mesh: open -> cloth, several loose
     parts -> articulated, else elastic); "rigid" keeps the rigid-only coordinates. ``stiffness`` and
-    ``damping`` scale the category's default material (1 = the reference simulator's default);
+    ``damping`` scale the category's default material (1 = the reference simulator's default; a
+    solid's deformation also rings slower the heavier or larger it is, ``neurok.solid_frequency_scale``);
     ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
     categories whose references spring back never yield). ``restitution`` is the ground's; a body that
     never yields adds its material's (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,

@@ -13,7 +13,8 @@ strain at which they yield and the rolling resistance of the footprint they flat
 (its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``), for
 bodies that never yield, the restitution of their own give at the contact (``contact_restitution``)
 and, for rigid links on joints, the least damping ratio of their deformation (``damping_rate``);
-Conditions.stiffness scales the potential (frequency by its square root) and, for materials whose
+Conditions.stiffness scales the potential (frequency by its square root; a solid's frequency also
+follows its mass and size, ``solid_frequency_scale``) and, for materials whose
 references damp as beta K (elastic solids), the damping rate with it; Conditions.damping scales the
 damping rate and Conditions.plasticity divides the yield strain and multiplies the rolling resistance
 (a body that yields sooner flattens more; linear is a choice, not a measurement).
@@ -32,7 +33,7 @@ from .conditions import DEFORMABLE, Conditions
 from .dynamics import LagrangianSystem
 from .initial import fit_initial_state
 from .mass_points import material_points
-from .mesh import check_mesh, is_closed, loose_parts
+from .mesh import check_mesh, is_closed, loose_parts, signed_volume
 from .model import NeuROKModel, prepare_shape, shape_tensors
 from .neural import NeuralBodyMap
 from .reduction import active_subspace, drop_massless
@@ -55,6 +56,7 @@ class CategoryMaterial:
     restitution: float = 0.0  # added to the ground's for a body that never yields: the give its coordinates lack
     least_damping_ratio: float = 0.0  # of critical, 2 omega: the deformation never rings less damped (damping_rate)
     stiffness_proportional: bool = False  # the damping rate grows with the stiffness, D = beta K (damping_rate)
+    mass_per_length: float | None = None  # kg/m: a solid's M / V^(1/3) at which frequency holds; None: any body's
 
     def __post_init__(self):
         """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
@@ -72,6 +74,22 @@ class CategoryMaterial:
             raise ValueError(f"least_damping_ratio must be non-negative, got {self.least_damping_ratio!r}")
         if not isinstance(self.stiffness_proportional, bool):
             raise ValueError(f"stiffness_proportional must be True or False, got {self.stiffness_proportional!r}")
+        if self.mass_per_length is not None and not (math.isfinite(self.mass_per_length) and self.mass_per_length > 0):
+            raise ValueError(f"mass_per_length must be positive or None, got {self.mass_per_length!r}")
+
+
+def solid_frequency_scale(material: CategoryMaterial, vertices: np.ndarray, faces: np.ndarray, mass: float,
+                          mass_at: str) -> float:
+    """(omega / omega_material)^2 for a body of Conditions.stiffness 1: a solid of Young's modulus E,
+    density rho and size L vibrates at omega = kappa sqrt(E / rho) / L, and with rho = M / L^3 (L the
+    cube root of its volume V) omega^2 = kappa^2 E L / M. The material's frequency holds at its
+    mass_per_length lambda_m = M / L of the bodies it was measured on, so a body of mass per length
+    lambda = M / V^(1/3) rings at omega_m sqrt(lambda_m / lambda): twice as heavy, sqrt(2) slower;
+    twice as large at the same density, twice as slow. 1 where the material holds for any body (no
+    mass_per_length: sheets, links on joints) or the mass sits on the surface (no enclosed volume)."""
+    if material.mass_per_length is None or mass_at != "volume":
+        return 1.0
+    return material.mass_per_length * abs(signed_volume(vertices, faces)) ** (1 / 3) / mass
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
@@ -138,7 +156,8 @@ class NeuROK:
             prior_mean, tokens = self.model.prior(features)
         active = active_subspace(self.model, prior_mean, tokens, query_features)
         points, masses, where = material_points(vertices, faces, conditions.mass)
-        frequency = material.frequency * math.sqrt(conditions.stiffness)
+        frequency = material.frequency * math.sqrt(
+            conditions.stiffness * solid_frequency_scale(material, vertices, faces, conditions.mass, where))
         probe = NeuralBodyMap(self.model, shape, active, points, masses, frequency, DTYPE, "exact")
         _, jacobian = probe.jacobian(probe.rest_coordinates(), probe.mass_points)
         y_s = jacobian[0, :, :, 6:]

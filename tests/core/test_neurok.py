@@ -127,6 +127,29 @@ def test_a_stiffness_proportional_material_damps_as_beta_k_and_survives_its_chec
         dataclasses.replace(loaded.materials["elastic"], stiffness_proportional="yes")
 
 
+def test_a_solid_rings_by_its_mass_and_size_and_survives_its_checkpoint(neurok, tmp_path):
+    """omega^2 = kappa^2 E L / M: at the material's mass per length M / V^(1/3) the material's frequency,
+    four times the mass half of it, twice the size at the same density half of it, and stiffness on
+    top; sheets (no volume) and materials without a mass per length keep their frequency."""
+    box = box_mesh((1.0, 1.0, 1.0), corner=(0.0, 0.0, 1.0))  # V = 1 m^3, L = 1 m
+    solid = {**MATERIALS, "elastic": {**MATERIALS["elastic"], "mass_per_length": 2.0}}
+    path = tmp_path / "neurok.pt"
+    save_checkpoint(path, neurok.model, {"steps": 0}, materials=solid)
+    loaded = NeuROK.load(path, device="cpu")
+    assert loaded.materials["elastic"].mass_per_length == 2.0 and loaded.materials["cloth"].mass_per_length is None
+    frequency = lambda model, mesh, **c: model.body(*mesh, Conditions(**c), "elastic")[1]["frequency"]
+    assert frequency(loaded, box, mass=2.0) == pytest.approx(2.0)
+    assert frequency(loaded, box, mass=8.0) == pytest.approx(1.0)
+    assert frequency(loaded, box, mass=8.0, stiffness=4.0) == pytest.approx(2.0)
+    big = (box[0] * 2.0, box[1])  # V = 8 m^3, L = 2 m
+    assert frequency(loaded, big, mass=16.0) == pytest.approx(1.0)
+    assert frequency(neurok, box, mass=8.0) == pytest.approx(2.0)
+    sheet = (np.array([[0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], dtype=float), np.array([[0, 1, 2], [0, 2, 3]]))
+    assert frequency(loaded, sheet, mass=8.0) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="mass_per_length"):  # read from a checkpoint, so checked
+        dataclasses.replace(loaded.materials["elastic"], mass_per_length=0.0)
+
+
 def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
     v, f = BOX
     top, bottom = np.flatnonzero(v[:, 2] > 1.1).tolist(), np.flatnonzero(v[:, 2] < 1.1).tolist()

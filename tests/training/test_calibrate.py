@@ -5,9 +5,11 @@ import itertools
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import torch
 
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
+from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.neurok import CategoryMaterial, NeuROK
 import training.calibrate as calibrate
@@ -50,6 +52,11 @@ def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
     assert materials["continuum"].rolling_resistance == 1.0 and materials["elastic"].rolling_resistance == 0.0
     assert materials["elastic"].frequency == 2.0 and materials["elastic"].yield_strain is None
     assert read_checkpoint(path)["about"] == {"steps": 7}
+
+
+# two unit cubes (V = 1 m^3) of 1 and 4 kg, as calibration sequences of a solid category
+SOLIDS = [SimpleNamespace(shape=f"cube-{mass}", rest_vertices=box_mesh()[0], faces=box_mesh()[1],
+                          conditions={"mass": mass}) for mass in (1.0, 4.0)]
 
 
 def _landscape(monkeypatch):
@@ -102,9 +109,12 @@ def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_err
     replayed, landscape = [], calibrate.score
     monkeypatch.setattr(calibrate, "score", lambda model, sequences, material, frames, pool=None: (
         replayed.append(material), landscape(model, sequences, material, frames, pool))[1])
-    report = calibrate_category(None, "elastic", [SimpleNamespace(shape="a")], 10, None)
+    report = calibrate_category(None, "elastic", SOLIDS, 10, None)
     # MuJoCo flex damps as beta K: every replay and the stored material damp in proportion to the stiffness
     assert report["stiffness_proportional"] and all(m.stiffness_proportional for m in replayed)
+    # the frequency holds at the bodies' mean mass per length, sqrt(1 kg / 1 m x 4 kg / 1 m)
+    assert report["mass_per_length"] == pytest.approx(2.0) and all(m.mass_per_length == report["mass_per_length"]
+                                                                   for m in replayed)
     assert (report["frequency"], report["damping"], report["restitution"]) == (8.0, 0.5, 0.3)
     assert report["yield_strain"] is None and report["rolling_resistance"] == 0.0
     assert report["least_damping_ratio"] == 0.0  # an elastic solid's own damping is what it has
@@ -114,8 +124,9 @@ def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_err
 
 def test_a_flowing_category_takes_damping_and_yield_together_then_its_rolling_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
-    report = calibrate_category(None, "continuum", [SimpleNamespace(shape="a")], 10, None)
+    report = calibrate_category(None, "continuum", SOLIDS, 10, None)
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 0.5, 0.02)
+    assert report["mass_per_length"] == pytest.approx(2.0)
     assert report["rolling_resistance"] == 0.5 and report["restitution"] == 0.0  # it yields: gives nothing back
     tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"] if t["rolling_resistance"] == 0}
     assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
