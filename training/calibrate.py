@@ -279,7 +279,8 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
                        dampings=None) -> dict:
     """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
-    together and then the rolling resistance, for JOINTED ones the damping over a wider grid and the
+    together, then the rolling resistance, then the restitution of the give of their bodies that never
+    yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the damping over a wider grid and the
     yield together and then the least damping ratio, for SPRINGY ones the damping and restitution
     together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
     category's damping grid. Returns the category's report."""
@@ -305,6 +306,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
         damping, strain = min(itertools.product(grid, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
         if category in FLOWING and strain is not None:  # rigid links flatten no footprint
             rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1])
+        if category in FLOWING:  # its bodies that never yield (jelly) get the give as elastic solids do
+            restitution = min(RESTITUTIONS, key=lambda e: trial(frequency, damping, strain, rolling, e)[1])
         if category in JOINTED:
             ratio = min(LEAST_DAMPING_RATIOS, key=lambda z: trial(frequency, damping, strain, ratio=z)[1])
     elif category in SPRINGY:
