@@ -67,6 +67,12 @@ of about 20 /s at 32 Hz, where 402 /s is critical) and ring after every impact, 
 references' links, whatever their joints' damping, land dead (on the six, elliptic friction cone:
 vertex error 0.656 without a floor, 0.627 at half of critical, 0.617 at critical, 0.602 at 2.5 times,
 0.572 at 5 times, the grid's edge; the shape 0.0889-0.0898).
+A SOLID category's frequency holds at the geometric mean of M / V^(1/3) over its sequences' bodies,
+stored with it as ``mass_per_length``, and every trial replays at it: a solid rings by its mass and
+size, omega^2 ~ E L / M (``neurok.solid_frequency_scale``). A FLOWING category's bodies that never
+yield (a continuum's jellies, replayed without plasticity) get the give of their material as the
+elastic solids do, its restitution chosen last by vertex error (on 8 continuum sequences, 4 of them
+jellies: 0.320 dead, 0.318 at 0.15, 0.316 at 0.3, 0.307 at 0.5).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -118,7 +124,7 @@ LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damp
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
-SOLID = ("elastic", "continuum")  # categories whose frequency follows the body's mass and size (neurok.solid_frequency_scale)
+SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (neurok.solid_frequency_scale)
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
                    "least_damping_ratio", "stiffness_proportional", "mass_per_length")  # CategoryMaterial's
 
@@ -280,9 +286,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                        dampings=None) -> dict:
     """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
     together, then the rolling resistance, then the restitution of the give of their bodies that never
-    yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the damping over a wider grid and the
-    yield together and then the least damping ratio, for SPRINGY ones the damping and restitution
-    together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
+    yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
+    damping over a wider grid and the yield together and then the least damping ratio, for SPRINGY
+    ones the damping and restitution together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
     category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
     proportional = category in PROPORTIONAL
@@ -318,7 +324,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
-              "stiffness_proportional": proportional, "mass_per_length": per_length, "shape_error": error, "vertex_error": vertex,
+              "stiffness_proportional": proportional, "mass_per_length": per_length,
+              "shape_error": error, "vertex_error": vertex,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
@@ -362,7 +369,8 @@ def table(report: dict) -> str:
         damping = f"{r['damping']} x stiffness" if r.get("stiffness_proportional") else r["damping"]
         lines.append(f"| {category} | {r['frequency']} | {damping} | {strain} | {r.get('rolling_resistance', 0.0)} "
                      f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} "
-                     f"| {'any' if r.get('mass_per_length') is None else round(r['mass_per_length'], 3)} | {r['shape_error']:.4f} "
+                     f"| {'any' if r.get('mass_per_length') is None else round(r['mass_per_length'], 3)} "
+                     f"| {r['shape_error']:.4f} "
                      f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]
