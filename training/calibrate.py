@@ -100,8 +100,7 @@ import torch
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.conditions import DEFORMABLE
-from neurok_blender.core.mesh import signed_volume
-from neurok_blender.core.neurok import CategoryMaterial
+from neurok_blender.core.neurok import CategoryMaterial, mass_per_length
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
@@ -288,11 +287,11 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     together, then the rolling resistance, then the restitution of the give of their bodies that never
     yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
     damping over a wider grid and the yield together and then the least damping ratio, for SPRINGY
-    ones the damping and restitution together; for the others the damping by shape error (module docstring). ``dampings`` replaces the
-    category's damping grid. Returns the category's report."""
+    ones the damping and restitution together; for the others the damping by shape error (module
+    docstring). ``dampings`` replaces the category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
     proportional = category in PROPORTIONAL
-    per_length = mass_per_length(sequences) if category in SOLID else None
+    per_length = mean_mass_per_length(sequences) if category in SOLID else None
 
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
         key = (frequency, damping, strain, rolling, restitution, ratio)
@@ -337,12 +336,11 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     return report
 
 
-def mass_per_length(sequences) -> float:
-    """The geometric mean of M / V^(1/3) (kg/m) over the sequences' bodies: where a solid category's
-    measured frequency holds (``neurok.solid_frequency_scale``)."""
-    return float(np.exp(np.mean([np.log(s.conditions["mass"] / abs(signed_volume(s.rest_vertices.astype(np.float64),
-                                                                                 s.faces)) ** (1 / 3))
-                                 for s in sequences])))
+def mean_mass_per_length(sequences) -> float:
+    """The geometric mean of the sequences' bodies' ``neurok.mass_per_length`` (kg/m): where a solid
+    category's measured frequency holds (``neurok.solid_frequency_scale``)."""
+    return float(np.exp(np.mean([np.log(mass_per_length(s.rest_vertices.astype(np.float64), s.faces,
+                                                        s.conditions["mass"])) for s in sequences])))
 
 
 def store(weights: Path, report: dict) -> None:

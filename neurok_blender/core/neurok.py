@@ -89,7 +89,12 @@ def solid_frequency_scale(material: CategoryMaterial, vertices: np.ndarray, face
     mass_per_length: sheets, links on joints) or the mass sits on the surface (no enclosed volume)."""
     if material.mass_per_length is None or mass_at != "volume":
         return 1.0
-    return material.mass_per_length * abs(signed_volume(vertices, faces)) ** (1 / 3) / mass
+    return material.mass_per_length / mass_per_length(vertices, faces, mass)
+
+
+def mass_per_length(vertices: np.ndarray, faces: np.ndarray, mass: float) -> float:
+    """A closed body's M / V^(1/3) (kg/m), V its enclosed volume: how heavy it is for its size."""
+    return mass / abs(signed_volume(vertices, faces)) ** (1 / 3)
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
