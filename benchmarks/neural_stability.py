@@ -7,14 +7,19 @@ Each held-out shape replays its sequence's conditions (velocity, spin, pull, for
 1000 frames (about 42 s at 24 fps) and must stay finite and bounded. A run counts as exploding when
 the body's extent (the diagonal of its vertices' bounding box, which no motion of a whole body
 changes) grows past EXPLODED times its rest diagonal. Resumable: each finished run is appended to
-out/neural_stability.jsonl and skipped on the next start, so a run over every held-out shape (hours)
-can go on across sessions; ``--jobs`` spreads the runs over that many processes, one thread each.
+benchmarks/results/neural_stability_runs.jsonl (kept with the code, so a run over every held-out
+shape, many hours, goes on across sessions and machines) and skipped on the next start. A row records
+its sequence's generator and a digest of the network's weights and its category's calibrated
+material; rows made with others are stale and run again (a change of the solver's code is not seen:
+start a new progress file then). ``--jobs`` spreads the runs over that many processes, one thread each.
 Writes benchmarks/results/neural_stability.{json,md}, with ``--categories`` neural_stability_<categories>;
 ``--report`` rolls nothing out and writes the table of the runs done so far, each category's count
 against its held-out sequences (a run over every shape spans sessions).
 """
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import time
 from collections import Counter
@@ -29,6 +34,7 @@ from neurok_blender.core.conditions import DEFORMABLE
 from training.calibrate import pick_sequences, positive, replay_conditions, spawned_pool
 
 EXPLODED = 3.0
+PROGRESS = Path("benchmarks/results/neural_stability_runs.jsonl")
 
 
 def extent(points: np.ndarray) -> np.ndarray:
@@ -67,19 +73,28 @@ def table(rows: list[dict], frames: int, held_out: dict[str, int]) -> str:
 
 def key_of(sequence) -> tuple:
     """What identifies a run in the progress file."""
-    return sequence.category, sequence.shape, sequence.seed
+    return sequence.category, sequence.shape, sequence.seed, sequence.generator
 
 
-def runs(weights, sequences: list, frames: int, jobs: int):
+def model_digest(neurok: NeuROK, category: str) -> str:
+    """What a run depends on besides its sequence and the code: the network's weights and the category's
+    calibrated material (a recalibration of one category leaves the others' runs valid)."""
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(neurok.materials[category]), sort_keys=True).encode())
+    for name, tensor in neurok.model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def runs(neurok: NeuROK, sequences: list, frames: int, jobs: int):
     """(sequence, its row) as each run finishes; with ``jobs`` > 1 over that many processes."""
     if not sequences:
         return
     if jobs == 1:
-        neurok = NeuROK.load(weights, device="cpu")
         for sequence in sequences:
             yield sequence, stability(neurok, sequence, frames)
         return
-    with spawned_pool(jobs, load_worker_neurok, weights) as pool:
+    with spawned_pool(jobs, load_worker_neurok, neurok.source) as pool:
         pending = {pool.submit(_pooled_stability, sequence, frames): sequence for sequence in sequences}
         for done in as_completed(pending):
             yield pending[done], done.result()
@@ -98,24 +113,27 @@ def main():
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE),
                         help="only these, written apart (neural_stability_<categories>)")
     parser.add_argument("--jobs", type=positive, default=1, help="processes rolling out at once")
-    parser.add_argument("--progress", type=Path, default=Path("out/neural_stability.jsonl"))
+    parser.add_argument("--progress", type=Path, default=PROGRESS)
     parser.add_argument("--report", action="store_true", help="roll nothing out: the table of the runs done so far")
     a = parser.parse_args()
     a.progress.parent.mkdir(parents=True, exist_ok=True)
+    neurok = NeuROK.load(a.weights, device="cpu")
+    digests = {category: model_digest(neurok, category) for category in a.categories}
     done = {}
     if a.progress.exists():
         for line in a.progress.read_text().splitlines():
             row = json.loads(line)
-            if row["frames"] == a.frames:
-                done[(row["category"], row["shape"], row["seed"])] = row
+            if row["frames"] == a.frames and row.get("model") == digests.get(row["category"]):
+                done[(row["category"], row["shape"], row["seed"], row["generator"])] = row
     chosen = [sequence for category, sequences in
               pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1).items()
               if category in a.categories for sequence in sequences]
     todo = [] if a.report else [sequence for sequence in chosen if key_of(sequence) not in done]
     print(f"{len(chosen)} held-out sequences, {len(todo)} to roll out", flush=True)
-    for sequence, result in runs(a.weights, todo, a.frames, a.jobs):
-        category, shape, seed = key = key_of(sequence)
-        done[key] = row = {"category": category, "shape": shape, "seed": seed, "frames": a.frames, **result}
+    for sequence, result in runs(neurok, todo, a.frames, a.jobs):
+        category, shape, seed, generator = key = key_of(sequence)
+        done[key] = row = {"category": category, "shape": shape, "seed": seed, "generator": generator,
+                           "model": digests[category], "frames": a.frames, **result}
         with a.progress.open("a") as log:
             log.write(json.dumps(row) + "\n")
         print(row, flush=True)
