@@ -71,8 +71,15 @@ A SOLID category's frequency holds at the geometric mean of M / V^(1/3) over its
 stored with it as ``mass_per_length``, and every trial replays at it: a solid rings by its mass and
 size, omega^2 ~ E L / M (``neurok.solid_frequency_scale``). A FLOWING category's bodies that never
 yield (a continuum's jellies, replayed without plasticity) get the give of their material as the
-elastic solids do, its restitution chosen last by vertex error (on 8 continuum sequences, 4 of them
+elastic solids do, its restitution chosen by vertex error (on 8 continuum sequences, 4 of them
 jellies: 0.320 dead, 0.318 at 0.15, 0.316 at 0.3, 0.307 at 0.5).
+A SOLID category's bodies last get the ground's spring under them, at most c omega^2 per unit mass
+(``neurok.contact_stiffness``), c chosen from CONTACT_RATIOS (None keeps the stiff floor) by vertex
+error: a soft body lands on a patch of itself that gives, which its few learned coordinates cannot
+make (continuum, on the same 8: 0.3073 stiff, 0.3050 at 64, 0.3007 at 16, 0.3135 at 4; on 13 other
+training jellies, scratch, at 2 s: 0.825 stiff, 0.815 at 64, 0.681 at 16, 0.720 at 4; elastic, on its
+10: 0.3916 stiff and the same at 64 and 16, where the floor's spring is the softer for all ten,
+0.4112 at 4, so the stiff floor stays).
 Training sequences, so the held-out ones stay unseen for the benchmarks.
 
 It also measures how far the training deformations reach in the reduced coordinates: the posterior
@@ -124,8 +131,10 @@ FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the w
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
 SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (neurok.solid_frequency_scale)
+CONTACT_RATIOS = (None, 64.0, 16.0, 4.0)  # SOLID: the ground's spring per unit mass over omega^2; None: the default
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
-                   "least_damping_ratio", "stiffness_proportional", "mass_per_length")  # CategoryMaterial's
+                   "least_damping_ratio", "stiffness_proportional", "mass_per_length",
+                   "contact_stiffness_ratio")  # CategoryMaterial's
 
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
@@ -287,20 +296,22 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     together, then the rolling resistance, then the restitution of the give of their bodies that never
     yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
     damping over a wider grid and the yield together and then the least damping ratio, for SPRINGY
-    ones the damping and restitution together; for the others the damping by shape error (module
-    docstring). ``dampings`` replaces the category's damping grid. Returns the category's report."""
+    ones the damping and restitution together; for the others the damping by shape error; last, for
+    SOLID ones, the ground's spring under them by vertex error (module docstring). ``dampings``
+    replaces the category's damping grid. Returns the category's report."""
     began, trials = time.perf_counter(), {}
     proportional = category in PROPORTIONAL
     per_length = mean_mass_per_length(sequences) if category in SOLID else None
 
-    def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0):
-        key = (frequency, damping, strain, rolling, restitution, ratio)
+    def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0, contact=None):
+        key = (frequency, damping, strain, rolling, restitution, ratio, contact)
         if key not in trials:
-            material = CategoryMaterial(*key, stiffness_proportional=proportional, mass_per_length=per_length)
+            material = CategoryMaterial(*key[:-1], stiffness_proportional=proportional, mass_per_length=per_length,
+                                        contact_stiffness_ratio=contact)
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
-                  f"restitution {restitution}, least damping ratio {ratio}: shape error {result[0]:.4f}, "
-                  f"vertex error {result[1]:.4f}", flush=True)
+                  f"restitution {restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}: "
+                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}", flush=True)
         return trials[key]
 
     # one frequency given is kept without replaying it
@@ -320,18 +331,22 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                                    key=lambda de: trial(frequency, de[0], restitution=de[1])[1])
     else:
         damping = min(grid, key=lambda d: trial(frequency, d)[0])
-    error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio)]
+    contact = None
+    if category in SOLID:  # a soft solid lands on a patch of itself that gives (neurok.contact_stiffness)
+        contact = min(CONTACT_RATIOS, key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
+    error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
               "stiffness_proportional": proportional, "mass_per_length": per_length,
-              "shape_error": error, "vertex_error": vertex,
+              "contact_stiffness_ratio": contact, "shape_error": error, "vertex_error": vertex,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
-                          "least_damping_ratio": z, "shape_error": shape, "vertex_error": v, "failed": n}
-                         for (f, d, y, r, rest, z), (shape, v, n) in trials.items()],
+                          "least_damping_ratio": z, "contact_stiffness_ratio": c, "shape_error": shape,
+                          "vertex_error": v, "failed": n}
+                         for (f, d, y, r, rest, z, c), (shape, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
-          f"{restitution}, least damping ratio {ratio}, mean shape error {error:.4f} of the diagonal (vertex error "
+          f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error {error:.4f} of the diagonal (vertex error "
           f"{vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, {report['seconds']} s)", flush=True)
     return report
 
@@ -358,9 +373,9 @@ def store(weights: Path, report: dict) -> None:
 
 def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | rolling resistance | restitution "
-             "| least damping ratio | at mass per length (kg/m) | mean shape error / diagonal "
-             "| mean vertex error / diagonal | non-finite | sequences x frames |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| least damping ratio | at mass per length (kg/m) | contact stiffness / omega^2 "
+             "| mean shape error / diagonal | mean vertex error / diagonal | non-finite | sequences x frames |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
@@ -368,6 +383,7 @@ def table(report: dict) -> str:
         lines.append(f"| {category} | {r['frequency']} | {damping} | {strain} | {r.get('rolling_resistance', 0.0)} "
                      f"| {r.get('restitution', 0.0)} | {r.get('least_damping_ratio', 0.0)} "
                      f"| {'any' if r.get('mass_per_length') is None else round(r['mass_per_length'], 3)} "
+                     f"| {'default' if r.get('contact_stiffness_ratio') is None else r['contact_stiffness_ratio']} "
                      f"| {r['shape_error']:.4f} "
                      f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:

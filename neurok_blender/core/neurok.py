@@ -11,8 +11,9 @@ has a default material measured against its reference simulator (``training/cali
 stored with the weights: the deformation's frequency, its damping rate and, for bodies that flow, the
 strain at which they yield and the rolling resistance of the footprint they flatten where they land
 (its lever arm over the radius of gyration, ``dynamics.LagrangianSystem.rolling_resistance``), for
-bodies that never yield, the restitution of their own give at the contact (``contact_restitution``)
-and, for rigid links on joints, the least damping ratio of their deformation (``damping_rate``);
+bodies that never yield, the restitution of their own give at the contact (``contact_restitution``),
+for soft solids, how soft the ground's spring is under them (``contact_stiffness``) and, for rigid
+links on joints, the least damping ratio of their deformation (``damping_rate``);
 Conditions.stiffness scales the potential (frequency by its square root; a solid's frequency also
 follows its mass and size, ``solid_frequency_scale``) and, for materials whose
 references damp as beta K (elastic solids), the damping rate with it; Conditions.damping scales the
@@ -30,7 +31,7 @@ import torch
 
 from .checkpoint import load_model, read_checkpoint, resolve_device
 from .conditions import DEFORMABLE, Conditions
-from .dynamics import LagrangianSystem
+from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mass_points import material_points
 from .mesh import check_mesh, is_closed, loose_parts, signed_volume
@@ -57,6 +58,7 @@ class CategoryMaterial:
     least_damping_ratio: float = 0.0  # of critical, 2 omega: the deformation never rings less damped (damping_rate)
     stiffness_proportional: bool = False  # the damping rate grows with the stiffness, D = beta K (damping_rate)
     mass_per_length: float | None = None  # kg/m: a solid's M / V^(1/3) at which frequency holds; None: any body's
+    contact_stiffness_ratio: float | None = None  # the ground's spring per unit mass is at most this times omega^2
 
     def __post_init__(self):
         """Read from a checkpoint, so checked: a zero yield strain would divide the plastic return by zero."""
@@ -76,6 +78,9 @@ class CategoryMaterial:
             raise ValueError(f"stiffness_proportional must be True or False, got {self.stiffness_proportional!r}")
         if self.mass_per_length is not None and not (math.isfinite(self.mass_per_length) and self.mass_per_length > 0):
             raise ValueError(f"mass_per_length must be positive or None, got {self.mass_per_length!r}")
+        if self.contact_stiffness_ratio is not None and not (
+                math.isfinite(self.contact_stiffness_ratio) and self.contact_stiffness_ratio > 0):
+            raise ValueError(f"contact_stiffness_ratio must be positive or None, got {self.contact_stiffness_ratio!r}")
 
 
 def solid_frequency_scale(material: CategoryMaterial, vertices: np.ndarray, faces: np.ndarray, mass: float,
@@ -95,6 +100,22 @@ def solid_frequency_scale(material: CategoryMaterial, vertices: np.ndarray, face
 def mass_per_length(vertices: np.ndarray, faces: np.ndarray, mass: float) -> float:
     """A closed body's M / V^(1/3) (kg/m), V its enclosed volume: how heavy it is for its size."""
     return mass / abs(signed_volume(vertices, faces)) ** (1 / 3)
+
+
+def contact_stiffness(material: CategoryMaterial, frequency: float, default: float) -> float:
+    """The ground's spring per unit mass (1/s^2) under a body that rings at ``frequency``: the engine's
+    ``default`` (a stiff floor, 1 mm of sag under g at 1e5), softened to ratio omega^2 for a soft body.
+
+    A soft solid lands on a patch of itself that gives: its contact stiffness k ~ E a (Hertz, a the
+    patch's radius), which the solid frequency law (omega^2 = kappa^2 E L / M) puts at k / M ~ omega^2.
+    Its few learned coordinates cannot squash a corner locally, so on the stiff floor a jelly landing on
+    a corner was stopped there at once and flipped (a held-out jelly block's spin about y went from 1 to
+    -5 rad/s within a frame and it left sideways at 1.5 m/s, where its reference kept its way and half
+    its spin); the softer spring spreads the impact over the time the body takes to come down on it.
+    The ratio is calibrated per category (``training/calibrate.py``); None keeps the default."""
+    if material.contact_stiffness_ratio is None:
+        return default
+    return min(default, material.contact_stiffness_ratio * (2 * math.pi * frequency) ** 2)
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
@@ -177,7 +198,8 @@ class NeuROK:
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured, "mass_at": where,
                 "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
-                "contact_restitution": contact_restitution(conditions.restitution, restitution)}
+                "contact_restitution": contact_restitution(conditions.restitution, restitution),
+                "contact_stiffness": contact_stiffness(material, frequency, Environment.contact_stiffness)}
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
@@ -203,7 +225,8 @@ class NeuROK:
             result.info = info
             return result
         env = dataclasses.replace(environment(conditions, v), damping=info["damping"], restitution=info["contact_restitution"],
-                                  rolling_lever=info["rolling_resistance"] * float(kmap.gyration))
+                                  rolling_lever=info["rolling_resistance"] * float(kmap.gyration),
+                                  contact_stiffness=info["contact_stiffness"])
         system = LagrangianSystem(kmap, env)
 
         start = kmap.rest_coordinates()

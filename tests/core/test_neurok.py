@@ -10,7 +10,7 @@ from neurok_blender.core import Conditions, Force, Pull
 from neurok_blender.core.checkpoint import save_checkpoint
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
-from neurok_blender.core.neurok import NeuROK, contact_restitution, resolve_category
+from neurok_blender.core.neurok import CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, resolve_category
 from training.shapes.solids import uv_sphere
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -197,6 +197,29 @@ def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yield
     assert free.pose["translation"][-1, 0] - free.pose["translation"][0, 0] > 2 * rolled[1.0]
     for result in runs.values():  # the torque's work is booked as dissipated
         assert np.abs(result.energy["balance"]).max() < 0.01 * result.energy["total"][0]
+
+
+def test_a_soft_solid_lands_on_a_ground_that_gives_as_much_as_it_does(neurok):
+    """With contact_stiffness_ratio the ground's spring per unit mass is that times the body's omega^2
+    (never stiffer than the engine's): a soft ball comes to rest sunk deeper into it, and the softer
+    spring needs fewer steps a frame."""
+    v, f = uv_sphere(8, 12)
+    radius = 0.2
+    v = v * radius + [0.0, 0.0, radius + 0.005]
+    conditions = Conditions(frames=48, fps=24.0, ground_height=0.0, velocity=(0.0, 0.0, -1.0), category="continuum",
+                            plasticity=0.0)
+    soft = dataclasses.replace(neurok.materials["continuum"], contact_stiffness_ratio=16.0)
+    runs = {"stiff": neurok.simulate(v, f, conditions),
+            "soft": NeuROK(neurok.model, {**neurok.materials, "continuum": soft}).simulate(v, f, conditions)}
+    omega = 2 * np.pi * runs["soft"].info["frequency"]
+    assert runs["soft"].info["contact_stiffness"] == pytest.approx(16.0 * omega**2)
+    assert runs["stiff"].info["contact_stiffness"] == 1e5
+    sag = {name: -result.positions[-1, :, 2].min() for name, result in runs.items()}
+    assert sag["stiff"] + 0.01 < sag["soft"] < 0.25 * radius  # rests on it sunk in (measured 5 and 39 mm), not through
+    assert runs["soft"].substeps < runs["stiff"].substeps
+    assert contact_stiffness(dataclasses.replace(soft, contact_stiffness_ratio=1e9), 2.0, 1e5) == 1e5
+    with pytest.raises(ValueError, match="contact_stiffness_ratio"):
+        CategoryMaterial(frequency=2.0, damping=0.5, contact_stiffness_ratio=0.0)
 
 
 def test_a_body_that_never_yields_gives_its_restitution_to_the_contact_and_one_that_yields_does_not(neurok):

@@ -62,12 +62,13 @@ SOLIDS = [SimpleNamespace(shape=f"cube-{mass}", rest_vertices=box_mesh()[0], fac
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
-    resistance of 0.5, a restitution of 0.3 and a least damping ratio of 1."""
+    resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16 omega^2."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
                   + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
-                  + 0.1 * abs(material.least_damping_ratio - 1.0))
+                  + 0.1 * abs(material.least_damping_ratio - 1.0)
+                  + 0.1 * (material.contact_stiffness_ratio != 16.0))
         return shape, vertex, 0
     monkeypatch.setattr(calibrate, "score", score)
 
@@ -78,6 +79,7 @@ def test_a_cloth_category_takes_frequency_and_damping_by_shape_error(monkeypatch
     assert (report["frequency"], report["damping"], report["yield_strain"]) == (8.0, 32.0, None)
     assert report["rolling_resistance"] == 0.0 and report["restitution"] == 0.0
     assert report["least_damping_ratio"] == 0.0 and not report["stiffness_proportional"]
+    assert report["contact_stiffness_ratio"] is None  # a sheet lies on a stiff floor
 
 
 def test_a_jointed_category_takes_damping_and_yield_together_then_its_least_damping_ratio_by_vertex_error(
@@ -90,6 +92,7 @@ def test_a_jointed_category_takes_damping_and_yield_together_then_its_least_damp
     assert set(itertools.product((0.5, 512.0), calibrate.YIELDS)) <= tried
     assert report["rolling_resistance"] == 0.0  # rigid links flatten no footprint, yielding or not
     assert report["restitution"] == 0.0  # rigid parts: the ground's restitution is all there is
+    assert report["contact_stiffness_ratio"] is None  # rigid parts give nothing at the contact
     assert report["least_damping_ratio"] == 1.0
     floors = {t["least_damping_ratio"] for t in report["trials"] if (t["damping"], t["yield_strain"]) == (0.5, 0.02)}
     assert floors == set(calibrate.LEAST_DAMPING_RATIOS)  # tried at the chosen damping and yield
@@ -118,6 +121,9 @@ def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_err
     assert (report["frequency"], report["damping"], report["restitution"]) == (8.0, 0.5, 0.3)
     assert report["yield_strain"] is None and report["rolling_resistance"] == 0.0
     assert report["least_damping_ratio"] == 0.0  # an elastic solid's own damping is what it has
+    assert report["contact_stiffness_ratio"] == 16.0  # a soft solid's contact gives, last, at the chosen rest
+    assert {t["contact_stiffness_ratio"] for t in report["trials"]
+            if (t["damping"], t["restitution"]) == (0.5, 0.3)} == set(calibrate.CONTACT_RATIOS)
     tried = {(t["damping"], t["restitution"]) for t in report["trials"] if t["frequency"] == 8.0}
     assert set(itertools.product(calibrate.DAMPINGS, calibrate.RESTITUTIONS)) <= tried
 
@@ -130,6 +136,7 @@ def test_a_flowing_category_takes_damping_and_yield_together_then_rolling_then_r
     assert report["mass_per_length"] == pytest.approx(2.0)
     # its bodies that never yield get the give (neurok.NeuROK.body: one that yields gives nothing back)
     assert report["rolling_resistance"] == 0.5 and report["restitution"] == 0.3
+    assert report["contact_stiffness_ratio"] == 16.0
     tried = {(t["frequency"], t["damping"], t["yield_strain"]) for t in report["trials"] if t["rolling_resistance"] == 0}
     assert {(8.0, d, y) for d in calibrate.DAMPINGS for y in calibrate.YIELDS} <= tried
 
