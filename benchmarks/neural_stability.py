@@ -78,8 +78,12 @@ def key_of(sequence) -> tuple:
 
 def model_digest(neurok: NeuROK, category: str) -> str:
     """What a run depends on besides its sequence and the code: the network's weights and the category's
-    calibrated material (a recalibration of one category leaves the others' runs valid)."""
-    digest = hashlib.sha256(json.dumps(dataclasses.asdict(neurok.materials[category]), sort_keys=True).encode())
+    calibrated material (a recalibration of one category leaves the others' runs valid, and so does a
+    new material field at its default, which changes nothing)."""
+    material = neurok.materials[category]
+    changed = {f.name: getattr(material, f.name) for f in dataclasses.fields(material)
+               if getattr(material, f.name) != f.default}
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True).encode())
     for name, tensor in neurok.model.state_dict().items():
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().numpy().tobytes())
