@@ -104,7 +104,7 @@ def mass_per_length(vertices: np.ndarray, faces: np.ndarray, mass: float) -> flo
 
 def contact_stiffness(material: CategoryMaterial, frequency: float, default: float) -> float:
     """The ground's spring per unit mass (1/s^2) under a body that rings at ``frequency``: the engine's
-    ``default`` (a stiff floor, 1 mm of sag under g at 1e5), softened to ratio omega^2 for a soft body.
+    ``default`` (a stiff floor: 0.1 mm of sag under g at 1e5), softened to ratio omega^2 under a soft body.
 
     A soft solid lands on a patch of itself that gives: its contact stiffness k ~ E a (Hertz, a the
     patch's radius), which the solid frequency law (omega^2 = kappa^2 E L / M) puts at k / M ~ omega^2.
