@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import load_worker_neurok, worker_neurok, write_results
+from benchmarks import RESULTS, load_worker_neurok, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from training.calibrate import pick_sequences, positive, replay_conditions, spawned_pool
 
 EXPLODED = 3.0
-PROGRESS = Path("benchmarks/results/neural_stability_runs.jsonl")
+PROGRESS = RESULTS / "neural_stability_runs.jsonl"
 
 
 def extent(points: np.ndarray) -> np.ndarray:
@@ -127,7 +127,8 @@ def main():
     if a.progress.exists():
         for line in a.progress.read_text().splitlines():
             row = json.loads(line)
-            if row["frames"] == a.frames and row.get("model") == digests.get(row["category"]):
+            current = digests.get(row["category"])  # None: a category this run leaves out
+            if row["frames"] == a.frames and current is not None and row.get("model") == current:
                 done[(row["category"], row["shape"], row["seed"], row["generator"])] = row
     chosen = [sequence for category, sequences in
               pick_sequences(a.corpus, "heldout", a.per_category or 10**6, spread=1).items()

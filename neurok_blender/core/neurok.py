@@ -44,6 +44,7 @@ from .simulate import DTYPE, SimulationResult, environment, output_points, simul
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "neurok.pt"
 PULL_ITERATIONS = 30
 PULL_REGULARIZATION = 1e-4  # Levenberg-Marquardt damping relative to the mean diagonal of J^T J
+GROUND_SAG = 0.01  # of the body's diagonal: the deepest a softened ground lets it sink at rest, g / k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +103,10 @@ def mass_per_length(vertices: np.ndarray, faces: np.ndarray, mass: float) -> flo
     return mass / abs(signed_volume(vertices, faces)) ** (1 / 3)
 
 
-def contact_stiffness(material: CategoryMaterial, frequency: float, default: float) -> float:
+def contact_stiffness(material: CategoryMaterial, frequency: float, default: float, floor: float = 0.0) -> float:
     """The ground's spring per unit mass (1/s^2) under a body that rings at ``frequency``: the engine's
-    ``default`` (a stiff floor: 0.1 mm of sag under g at 1e5), softened to ratio omega^2 under a soft body.
+    ``default`` (a stiff floor: 0.1 mm of sag under g at 1e5), softened to ratio omega^2 under a soft body
+    but never below ``floor`` (``NeuROK.body``: a very soft setting must not let the body sink through).
 
     A soft solid lands on a patch of itself that gives: its contact stiffness k ~ E a (Hertz, a the
     patch's radius), which the solid frequency law (omega^2 = kappa^2 E L / M) puts at k / M ~ omega^2.
@@ -115,7 +117,15 @@ def contact_stiffness(material: CategoryMaterial, frequency: float, default: flo
     The ratio is calibrated per category (``training/calibrate.py``); None keeps the default."""
     if material.contact_stiffness_ratio is None:
         return default
-    return min(default, material.contact_stiffness_ratio * (2 * math.pi * frequency) ** 2)
+    return max(floor, min(default, material.contact_stiffness_ratio * (2 * math.pi * frequency) ** 2))
+
+
+def ground_floor(gravity, vertices: np.ndarray) -> float:
+    """The softest ground (1/s^2) under a body: it sinks at most GROUND_SAG of its diagonal at rest,
+    g / k <= GROUND_SAG d (a 1 m body on the continuum's softest held-out ground, 6.7e3, sinks 1.5 mm;
+    the floor, 981, only holds back settings far softer: a 100 kg, 1 m^3 body at stiffness 1e-3 would
+    otherwise get 37 and sink 26 cm)."""
+    return float(np.linalg.norm(gravity)) / (GROUND_SAG * float(np.linalg.norm(np.ptp(vertices, axis=0))))
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
@@ -199,9 +209,10 @@ class NeuROK:
                 "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
                 "contact_restitution": contact_restitution(conditions.restitution, restitution),
-                "contact_stiffness": contact_stiffness(material, frequency, Environment.contact_stiffness)}
-        if subspace.size == 0:
-            return None, info
+                "contact_stiffness": contact_stiffness(material, frequency, Environment.contact_stiffness,
+                                                       ground_floor(conditions.gravity, vertices))}
+        if subspace.size == 0:  # the rigid solver's own stiff floor then
+            return None, {**info, "contact_stiffness": Environment.contact_stiffness}
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
                              yield_strain), info
 

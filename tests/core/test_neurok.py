@@ -10,7 +10,8 @@ from neurok_blender.core import Conditions, Force, Pull
 from neurok_blender.core.checkpoint import save_checkpoint
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
-from neurok_blender.core.neurok import CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, resolve_category
+from neurok_blender.core.neurok import (CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, ground_floor,
+                                        resolve_category)
 from training.shapes.solids import uv_sphere
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -218,6 +219,8 @@ def test_a_soft_solid_lands_on_a_ground_that_gives_as_much_as_it_does(neurok):
     assert sag["stiff"] + 0.01 < sag["soft"] < 0.25 * radius  # rests on it sunk in (measured 5 and 39 mm), not through
     assert runs["soft"].substeps < runs["stiff"].substeps
     assert contact_stiffness(dataclasses.replace(soft, contact_stiffness_ratio=1e9), 2.0, 1e5) == 1e5
+    assert contact_stiffness(soft, 1e-3, 1e5, floor=981.0) == 981.0  # a far softer setting does not sink through
+    assert ground_floor((0.0, 0.0, -9.81), v) == pytest.approx(9.81 / (0.01 * np.linalg.norm(np.ptp(v, axis=0))))
     with pytest.raises(ValueError, match="contact_stiffness_ratio"):
         CategoryMaterial(frequency=2.0, damping=0.5, contact_stiffness_ratio=0.0)
 
