@@ -306,7 +306,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     def trial(frequency, damping, strain=None, rolling=0.0, restitution=0.0, ratio=0.0, contact=None):
         key = (frequency, damping, strain, rolling, restitution, ratio, contact)
         if key not in trials:
-            material = CategoryMaterial(*key[:-1], stiffness_proportional=proportional, mass_per_length=per_length,
+            material = CategoryMaterial(frequency, damping, strain, rolling, restitution, ratio,
+                                        stiffness_proportional=proportional, mass_per_length=per_length,
                                         contact_stiffness_ratio=contact)
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
@@ -333,7 +334,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
         damping = min(grid, key=lambda d: trial(frequency, d)[0])
     contact = None
     if category in SOLID:  # a soft solid lands on a patch of itself that gives (neurok.contact_stiffness)
-        contact = min(CONTACT_RATIOS, key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
+        contact = min(CONTACT_RATIOS,
+                      key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
@@ -346,8 +348,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
                          for (f, d, y, r, rest, z, c), (shape, v, n) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
-          f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error {error:.4f} of the diagonal (vertex error "
-          f"{vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, {report['seconds']} s)", flush=True)
+          f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error "
+          f"{error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, "
+          f"{report['seconds']} s)", flush=True)
     return report
 
 

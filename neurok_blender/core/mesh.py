@@ -47,7 +47,7 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"faces must be an integer (F, 3) array of triangles, got {f.dtype} {f.shape}")
     if f.min() < 0 or f.max() >= len(v):
         raise ValueError(f"face indices must lie in [0, {len(v) - 1}], found {f.min()}..{f.max()}")
-    if triangle_areas(v, f).sum() <= 1e-12 * max(_bbox_diagonal(v), 1e-300) ** 2:
+    if triangle_areas(v, f).sum() <= 1e-12 * max(bbox_diagonal(v), 1e-300) ** 2:
         raise ValueError("the mesh has no area (all faces are degenerate)")
     return v, f.astype(np.int64)
 
@@ -78,7 +78,7 @@ def mass_properties(vertices: np.ndarray, faces: np.ndarray, mass: float) -> Mas
     if is_closed(faces):
         signed = np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0
         volume = signed.sum()
-        if abs(volume) > _FLAT_VOLUME * _bbox_diagonal(vertices) ** 3:
+        if abs(volume) > _FLAT_VOLUME * bbox_diagonal(vertices) ** 3:
             solid = True
             measure = volume
             first = (signed[:, None] * s).sum(0) / 4.0
@@ -167,7 +167,8 @@ def triangle_areas(vertices, faces):
     return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
 
 
-def _bbox_diagonal(vertices):
+def bbox_diagonal(vertices) -> float:
+    """The diagonal of the vertices' axis-aligned bounding box: a body's size."""
     return float(np.linalg.norm(vertices.max(0) - vertices.min(0)))
 
 

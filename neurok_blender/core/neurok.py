@@ -34,7 +34,7 @@ from .conditions import DEFORMABLE, Conditions
 from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mass_points import material_points
-from .mesh import check_mesh, is_closed, loose_parts, signed_volume
+from .mesh import bbox_diagonal, check_mesh, is_closed, loose_parts, signed_volume
 from .model import NeuROKModel, prepare_shape, shape_tensors
 from .neural import NeuralBodyMap
 from .reduction import active_subspace, drop_massless
@@ -125,7 +125,7 @@ def ground_floor(gravity, vertices: np.ndarray) -> float:
     g / k <= GROUND_SAG d (a 1 m body on the continuum's softest held-out ground, 6.7e3, sinks 1.5 mm;
     the floor, 981, only holds back settings far softer: a 100 kg, 1 m^3 body at stiffness 1e-3 would
     otherwise get 37 and sink 26 cm)."""
-    return float(np.linalg.norm(gravity)) / (GROUND_SAG * float(np.linalg.norm(np.ptp(vertices, axis=0))))
+    return float(np.linalg.norm(gravity)) / (GROUND_SAG * bbox_diagonal(vertices))
 
 
 def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -> float:
@@ -205,14 +205,16 @@ class NeuROK:
         if material.yield_strain is not None and conditions.plasticity > 0:
             yield_strain = material.yield_strain / conditions.plasticity
             rolling, restitution = material.rolling_resistance * conditions.plasticity, 0.0
+        ground = Environment.contact_stiffness  # without coordinates the rigid solver lands it on its stiff floor
+        if subspace.size:
+            ground = contact_stiffness(material, frequency, ground, ground_floor(conditions.gravity, vertices))
         info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured, "mass_at": where,
                 "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
                 "contact_restitution": contact_restitution(conditions.restitution, restitution),
-                "contact_stiffness": contact_stiffness(material, frequency, Environment.contact_stiffness,
-                                                       ground_floor(conditions.gravity, vertices))}
-        if subspace.size == 0:  # the rigid solver's own stiff floor then
-            return None, {**info, "contact_stiffness": Environment.contact_stiffness}
+                "contact_stiffness": ground}
+        if subspace.size == 0:
+            return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
                              yield_strain), info
 
