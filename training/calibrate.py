@@ -107,6 +107,7 @@ import torch
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.mesh import bbox_diagonal
 from neurok_blender.core.neurok import CategoryMaterial, mass_per_length
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
@@ -169,7 +170,7 @@ def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarr
 
 def diagonal(sequence) -> float:
     """The bounding-box diagonal of the sequence's rest mesh: the unit of every error here."""
-    return float(np.linalg.norm(np.ptp(sequence.rest_vertices, axis=0)))
+    return bbox_diagonal(sequence.rest_vertices)
 
 
 def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
