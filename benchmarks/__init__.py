@@ -15,6 +15,15 @@ def write_results(name: str, table: str, machine: str | None = None, **payload) 
     (RESULTS / f"{name}.md").write_text(table + "\n")
 
 
+def results_name(stem: str, categories) -> str:
+    """STEM for a run over every deformable category, else STEM_<its categories in their usual order>."""
+    from neurok_blender.core.conditions import DEFORMABLE
+
+    if set(categories) == set(DEFORMABLE):
+        return stem
+    return stem + "_" + "_".join(c for c in DEFORMABLE if c in categories)
+
+
 _worker_neurok = None  # a pool process's own copy of the model (``load_worker_neurok``)
 
 

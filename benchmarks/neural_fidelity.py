@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import RESULTS, load_worker_neurok, worker_neurok, write_results
+from benchmarks import RESULTS, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
@@ -161,19 +161,19 @@ def table(rows: list[dict]) -> str:
         chamfer_cell = f"{np.mean(chamfer):.4f}" if chamfer else "-"
         shape_cells = [f"{np.mean([r[v]['shape_2s'] for r in complete]):.4f}" if complete else "-" for v in SHAPE_VARIANTS]
         lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + f" | {chamfer_cell} | "
-                     + " | ".join(shape_cells) + f" | {paired(complete, 2.0)} | {failed} |")
+                     + " | ".join(shape_cells) + f" | {neural_minus_rigid(complete, 2.0)} | {failed} |")
     return "\n".join(lines)
 
 
-def paired(rows: list[dict], t: float) -> str:
+def neural_minus_rigid(rows: list[dict], t: float) -> str:
     """Neural minus rigid only at t on the same sequences, as mean +- its standard error, and on how many
-    the neural rollout is the closer: chaotic landings spread single sequences widely (0.15-2.5 of the
+    the neural rollout is the closer: chaotic landings spread single sequences widely (0.04-2.8 of the
     diagonal at 2 s on the continuum), so a difference of means needs its error bar to mean anything."""
     if not rows:
         return "- | -"
     difference = np.array([error_at(r["neural"], t, r["fps"]) - error_at(r["rigid only"], t, r["fps"]) for r in rows])
-    error = difference.std(ddof=1) / np.sqrt(len(rows)) if len(rows) > 1 else float("nan")
-    return f"{difference.mean():+.4f} +- {error:.4f} | {int((difference < 0).sum())} of {len(rows)}"
+    spread = f"{difference.std(ddof=1) / np.sqrt(len(rows)):.4f}" if len(rows) > 1 else "-"
+    return f"{difference.mean():+.4f} +- {spread} | {int((difference < 0).sum())} of {len(rows)}"
 
 
 def plot(rows: list[dict], destination: Path) -> None:
@@ -230,8 +230,10 @@ def main():
                         help="replay nothing: the table and plot again from the stored rows of these categories")
     a = parser.parse_args()
     every = set(a.categories) == set(DEFORMABLE)
-    name = "neural_fidelity" if every else "neural_fidelity_" + "_".join(c for c in DEFORMABLE if c in a.categories)
+    name = results_name("neural_fidelity", a.categories)
     if a.redraw:
+        if a.corpus is not None:
+            parser.error("--redraw replays nothing: leave the corpus out")
         stored = json.loads((RESULTS / f"{name}.json").read_text())
         rows = stored.pop("rows")
         text = table(rows)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import RESULTS, load_worker_neurok, worker_neurok, write_results
+from benchmarks import RESULTS, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from training.calibrate import pick_sequences, positive, replay_conditions, spawned_pool
@@ -145,9 +145,7 @@ def main():
     rows = [done[key] for key in map(key_of, chosen) if key in done]
     text = table(rows, a.frames, Counter(sequence.category for sequence in chosen))
     print(text)
-    every = set(a.categories) == set(DEFORMABLE)
-    write_results("neural_stability" if every else
-                  "neural_stability_" + "_".join(c for c in DEFORMABLE if c in a.categories), text, rows=rows)
+    write_results(results_name("neural_stability", a.categories), text, rows=rows)
 
 
 if __name__ == "__main__":
