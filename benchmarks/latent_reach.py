@@ -102,7 +102,8 @@ def table(rows: list[dict]) -> str:
         groups[row["category"]].append(row)
     groups["all"] = rows
     columns = [f"rest shape at {t} s" for t in TIMES] + [
-        column for t in TIMES for n in FITS for column in (f"{n} at {t} s", f"{n}: closer at {t} s", f"{n}: median |s| at {t} s")]
+        column for t in TIMES for n in FITS
+        for column in (f"{n} at {t} s", f"{n}: closer at {t} s", f"{n}: median |s| at {t} s")]
     lines = ["| category | sequences | coordinates | " + " | ".join(columns) + " |",
              "|---|---:|---:|" + "---:|" * len(columns)]
     for category, group in groups.items():

@@ -15,10 +15,10 @@ the same rest mesh, conditions and material (as stiffness, damping and plasticit
 Reported per category and overall: mean vertex error over the bounding-box diagonal at 0.5 s, 1 s
 and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s, each over the sequences every variant
 finished (a failed run is counted, and its sequence left out of every mean), and the paired difference
-neural minus rigid only at 2 s with its standard error and how often neural is the closer. Cloth runs with obstacles are left out
-(the solver has none). Writes benchmarks/results/neural_fidelity.{json,md}, a plot of the error
-over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category, reference frames at
-0, 0.5, 1 and 2 s above the neural ones. With ``--categories`` (a closer look at some, with more
+neural minus rigid only at 2 s with its standard error and how often neural is the closer. Cloth runs
+with obstacles are left out (the solver has none). Writes benchmarks/results/neural_fidelity.{json,md},
+a plot of the error over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category,
+reference frames at 0, 0.5, 1 and 2 s above the neural ones. With ``--categories`` (a closer look at some, with more
 sequences) it writes neural_fidelity_<categories>.{json,md,png} and no pictures; ``--redraw`` writes a
 stored result's table and plot again without replaying.
 """
@@ -150,7 +150,8 @@ def table(rows: list[dict]) -> str:
     groups["all"] = rows
     header = "| category | sequences | " + " | ".join(
         f"{v}: {t} s" for v in VARIANTS for t in TIMES) + " | neural Chamfer-L1 at 2 s | " + " | ".join(
-        f"{v}: shape at 2 s" for v in SHAPE_VARIANTS) + " | neural - rigid only at 2 s | neural closer at 2 s | failed runs |"
+        f"{v}: shape at 2 s" for v in SHAPE_VARIANTS) + (
+        " | neural - rigid only at 2 s | neural closer at 2 s | failed runs |")
     lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + len(SHAPE_VARIANTS) + 4)]
     for category, group in groups.items():
         complete = [r for r in group if all("over_time" in r[v] for v in VARIANTS)]  # every variant on the same sequences
