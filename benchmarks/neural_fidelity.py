@@ -247,7 +247,7 @@ def main():
     rows = evaluate(a.weights, a.corpus, a.per_category, a.categories, a.jobs)
     text = table(rows)
     print(text)
-    write_results(name, text, rows=rows)
+    write_results(name, text, rows=rows, corpus=a.corpus.name)
     plot(rows, RESULTS / f"{name}.png")
     if every:
         side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
