@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import results_name, write_results
+from benchmarks import frame_at, results_name, write_results
 from neurok_blender.core import NeuROK
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.neural import wall_radius
@@ -84,7 +84,7 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
             kmap.attach(points, parts=kmap.shape.vertex_parts, output=True)
     size = diagonal(sequence)
     for t in TIMES:
-        target = sequence.positions[min(int(round(t * sequence.fps)), len(sequence.positions) - 1)].astype(np.float64)
+        target = sequence.positions[frame_at(t, sequence.fps, len(sequence.positions))].astype(np.float64)
         rest = shape_error(vertices, target, size)
         row[str(t)] = {"rest": {"error": rest, "latent_norm": 0.0}}
         for name, kmap in maps.items():

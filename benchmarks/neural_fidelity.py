@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import RESULTS, load_worker_neurok, results_name, worker_neurok, write_results
+from benchmarks import RESULTS, frame_at, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
@@ -122,7 +122,7 @@ def _pooled_row(sequence) -> dict:
 
 def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
     """Chamfer-L1 between solver and reference vertices at time t, in units of the diagonal."""
-    frame = min(int(round(t * sequence.fps)), len(positions) - 1)
+    frame = frame_at(t, sequence.fps, len(positions))
     size = diagonal(sequence)
     a = torch.as_tensor(positions[frame], dtype=torch.float64) / size
     b = torch.as_tensor(sequence.positions[frame], dtype=torch.float64) / size
@@ -131,7 +131,7 @@ def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
 
 def shape_error_at(positions: np.ndarray, sequence, t: float) -> float:
     """``shape_error`` at time t."""
-    frame = min(int(round(t * sequence.fps)), len(positions) - 1)
+    frame = frame_at(t, sequence.fps, len(positions))
     return shape_error(positions[frame], sequence.positions[frame], diagonal(sequence))
 
 
@@ -140,7 +140,7 @@ def error_at(result: dict, t: float, fps: float):
     if "over_time" not in result:
         return None
     series = result["over_time"]
-    return series[min(int(round(t * fps)), len(series) - 1)]
+    return series[frame_at(t, fps, len(series))]
 
 
 def table(rows: list[dict]) -> str:
@@ -213,7 +213,7 @@ def side_by_side(weights, corpus: Path, destination: Path, times=(0.0, 0.5, 1.0,
     for category, (sequence, *_) in pick_sequences(corpus, "heldout", 1, spread=1).items():
         neural = replay(neurok, sequence, "neural")
         for positions in (sequence.positions, neural):
-            frames = [min(int(round(t * sequence.fps)), len(positions) - 1) for t in times]
+            frames = [frame_at(t, sequence.fps, len(positions)) for t in times]
             states += [(positions[f].astype(np.float64), sequence.faces, ()) for f in frames]
     mesh_sheet(states, destination, columns=len(times))
 
