@@ -162,17 +162,17 @@ def table(rows: list[dict]) -> str:
         chamfer_cell = f"{np.mean(chamfer):.4f}" if chamfer else "-"
         shape_cells = [f"{np.mean([r[v]['shape_2s'] for r in complete]):.4f}" if complete else "-" for v in SHAPE_VARIANTS]
         lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + f" | {chamfer_cell} | "
-                     + " | ".join(shape_cells) + f" | {neural_minus_rigid(complete, 2.0)} | {failed} |")
+                     + " | ".join(shape_cells) + f" | {paired_difference(complete, 'neural', 'rigid only', 2.0)} | {failed} |")
     return "\n".join(lines)
 
 
-def neural_minus_rigid(rows: list[dict], t: float) -> str:
-    """Neural minus rigid only at t on the same sequences, as mean +- its standard error, and on how many
-    the neural rollout is the closer: chaotic landings spread single sequences widely (0.04-2.8 of the
+def paired_difference(rows: list[dict], first: str, second: str, t: float) -> str:
+    """``first`` minus ``second`` at t on the same sequences, as mean +- its standard error, and on how
+    many ``first`` is the closer: chaotic landings spread single sequences widely (0.04-2.8 of the
     diagonal at 2 s on the continuum), so a difference of means needs its error bar to mean anything."""
     if not rows:
         return "- | -"
-    difference = np.array([error_at(r["neural"], t, r["fps"]) - error_at(r["rigid only"], t, r["fps"]) for r in rows])
+    difference = np.array([error_at(r[first], t, r["fps"]) - error_at(r[second], t, r["fps"]) for r in rows])
     spread = f"{difference.std(ddof=1) / np.sqrt(len(rows)):.4f}" if len(rows) > 1 else "-"
     return f"{difference.mean():+.4f} +- {spread} | {int((difference < 0).sum())} of {len(rows)}"
 

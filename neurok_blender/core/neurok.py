@@ -237,9 +237,7 @@ class NeuROK:
             result = simulate(v, f, rigid, progress, points)
             result.info = info
             return result
-        env = dataclasses.replace(environment(conditions, v), damping=info["damping"], restitution=info["contact_restitution"],
-                                  rolling_lever=info["rolling_resistance"] * float(kmap.gyration),
-                                  contact_stiffness=info["contact_stiffness"])
+        env = dataclasses.replace(environment(conditions, v), damping=info["damping"], **ground_contact(kmap, info))
         system = LagrangianSystem(kmap, env)
 
         start = kmap.rest_coordinates()
@@ -261,6 +259,14 @@ class NeuROK:
         trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
                              output_points=out, substeps=conditions.substeps, progress=progress)
         return SimulationResult.from_trajectory(trajectory, info)
+
+
+def ground_contact(kmap: NeuralBodyMap, info: dict) -> dict:
+    """How the ground meets a deforming body (``body``'s choices): the Environment fields that differ
+    from a rigid body's, the restitution of its give, its footprint's rolling lever and the ground's
+    spring under it. ``benchmarks/contact_ablation.py`` lands a rigid body with them."""
+    return {"restitution": info["contact_restitution"], "contact_stiffness": info["contact_stiffness"],
+            "rolling_lever": info["rolling_resistance"] * float(kmap.gyration)}
 
 
 def contact_restitution(ground: float, body: float) -> float:

@@ -1,6 +1,6 @@
 """The public entry point: a mesh and Conditions in, world-space frames out."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -41,11 +41,13 @@ class SimulationResult:
 
 
 def simulate(vertices, faces, conditions: Conditions | None = None,
-             progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
+             progress: Callable[[int, int], bool | None] | None = None, points=None,
+             contact: dict | None = None) -> SimulationResult:
     """Simulate one mesh as a rigid body, given in world space at t = 0, under ``conditions``.
 
     ``positions`` follow the mesh vertices, or the material points ``points`` (P, 3) given at t = 0
-    (Blender moves the base mesh under its modifiers this way).
+    (Blender moves the base mesh under its modifiers this way). ``contact`` replaces Environment
+    fields of the ground contact (``neurok.ground_contact``: a deforming body's, for comparison).
 
     Raises ValueError for bad input, SimulationError if the rollout goes non-finite and
     SimulationCancelled if ``progress`` returns False.
@@ -59,7 +61,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     if conditions.pull is not None:
         raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
     kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
-    system = LagrangianSystem(kmap, environment(conditions, v))
+    system = LagrangianSystem(kmap, replace(environment(conditions, v), **(contact or {})))
 
     center = torch.as_tensor(props.center, dtype=DTYPE)
     mass_points = kmap.mass_points
