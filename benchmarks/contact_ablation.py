@@ -1,6 +1,7 @@
 """What the learned coordinates add beyond the ground contact that comes with them.
 
     .venv/bin/python -m benchmarks.contact_ablation CORPUS --fidelity RESULTS.json [--jobs 2]
+    .venv/bin/python -m benchmarks.contact_ablation --fidelity RESULTS.json --redraw
 
 The neural solver lands a deforming body with its category's contact (``neurok.ground_contact``: the
 restitution of the give its few coordinates lack, a yielding body's footprint rolling lever, a softer
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import load_worker_neurok, worker_neurok, write_results
+from benchmarks import RESULTS, load_worker_neurok, worker_neurok, write_results
 from benchmarks.neural_fidelity import TIMES, error_at, paired_difference
 from neurok_blender.core import NeuROK
 from neurok_blender.core.neurok import ground_contact
@@ -32,6 +33,7 @@ from training.calibrate import errors_over_time, pick_sequences, positive, repla
 
 ABLATION = "rigid, neural contact"
 COLUMNS = ("neural", "rigid only", ABLATION)
+PAIRED_TIMES = (0.5, 2.0)  # s: the ablation paired with the neural rollout and with rigid only, early and late
 
 
 def rigid_with_neural_contact(neurok: NeuROK, sequence) -> np.ndarray:
@@ -64,17 +66,16 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         groups[row["category"]].append(row)
     groups["all"] = rows
-    header = ("| category | sequences | " + " | ".join(f"{c}: {t} s" for c in COLUMNS for t in TIMES)
-              + f" | neural - {ABLATION} at 2 s | neural closer at 2 s | {ABLATION} - rigid only at 2 s"
-              f" | {ABLATION} closer at 2 s |")
-    lines = [header, "|---|---:|" + "---:|" * (len(COLUMNS) * len(TIMES) + 4)]
+    pairs = [("neural", ABLATION, t) for t in PAIRED_TIMES] + [(ABLATION, "rigid only", t) for t in PAIRED_TIMES]
+    header = ("| category | sequences | " + " | ".join(f"{c}: {t} s" for c in COLUMNS for t in TIMES) + " | "
+              + " | ".join(f"{a} - {b} at {t} s | {a} closer at {t} s" for a, b, t in pairs) + " |")
+    lines = [header, "|---|---:|" + "---:|" * (len(COLUMNS) * len(TIMES) + 2 * len(pairs))]
     for category, group in groups.items():
         complete = [r for r in group if all("over_time" in r[c] for c in COLUMNS)]
         cells = [f"{np.mean([error_at(r[c], t, r['fps']) for r in complete]):.4f}" if complete else "-"
                  for c in COLUMNS for t in TIMES]
-        lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells)
-                     + f" | {paired_difference(complete, 'neural', ABLATION, 2.0)}"
-                     + f" | {paired_difference(complete, ABLATION, 'rigid only', 2.0)} |")
+        cells += [paired_difference(complete, a, b, t) for a, b, t in pairs]
+        lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -97,11 +98,22 @@ def fidelity_sequences(corpus: Path, fidelity: dict) -> list[tuple]:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", type=Path, help="the corpus the fidelity results replayed")
+    parser.add_argument("corpus", type=Path, nargs="?", help="the corpus the fidelity results replayed")
     parser.add_argument("--fidelity", type=Path, required=True, help="a neural_fidelity results file")
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--jobs", type=positive, default=1, help="processes replaying sequences at once")
+    parser.add_argument("--redraw", action="store_true", help="replay nothing: the stored result's table again")
     a = parser.parse_args()
+    name = a.fidelity.stem.replace("neural_fidelity", "contact_ablation", 1)
+    if a.redraw:
+        stored = json.loads((RESULTS / f"{name}.json").read_text())
+        rows = stored.pop("rows")
+        text = table(rows)
+        print(text)
+        write_results(name, text, rows=rows, **stored)
+        return
+    if a.corpus is None:
+        parser.error("the corpus the fidelity results replayed is missing")
     jobs = fidelity_sequences(a.corpus, json.loads(a.fidelity.read_text()))
     if a.jobs == 1:
         neurok = NeuROK.load(a.weights, device="cpu")
@@ -111,7 +123,6 @@ def main():
             rows = list(pool.map(_pooled_row, jobs))
     text = table(rows)
     print(text)
-    name = a.fidelity.stem.replace("neural_fidelity", "contact_ablation", 1)
     write_results(name, text, rows=rows, corpus=a.corpus.name, fidelity=a.fidelity.name)
 
 
