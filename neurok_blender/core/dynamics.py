@@ -280,23 +280,23 @@ class LagrangianSystem:
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
 
-    def fastest_rates(self, q=None) -> tuple[float, float]:
+    def fastest_rates(self, q=None, rest: bool = True) -> tuple[float, float]:
         """The largest natural angular frequency (rad/s) of the contact springs and of the potential, and
-        the largest Rayleigh decay rate (1/s, top eigenvalue of M^-1 D), at rest and at ``q``: a pulled
-        start sits where the potential is stiffer than at rest (the wall, the decoder's curvature), and a
-        step sized at rest blows up there."""
+        the largest Rayleigh decay rate (1/s, top eigenvalue of M^-1 D), at rest (unless ``rest`` is
+        False) and at ``q``: a pulled start sits where the potential is stiffer than at rest (the wall,
+        the decoder's curvature), and a step sized at rest blows up there."""
         omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
         decay = 0.0
         if not self.deforms and self.rest_stiffness is None:  # a rigid map: no potential, no Rayleigh damping
             return math.sqrt(omega2), decay
-        rest = self.map.rest_coordinates()
-        for state in [rest] + ([q] if q is not None else []):
-            mass = self.mass_matrix(state)
+        states = ([None] if rest else []) + ([q] if q is not None else [])
+        for state in states:
+            mass = self.mass_matrix(self.map.rest_coordinates() if state is None else state)
             chol, _ = self.factor(mass)
             if self.deforms:
                 decay = max(decay, _top_eigenvalue(chol, self.damping_matrix(mass)))
             if self.rest_stiffness is not None:
-                stiffness = self.rest_stiffness if state is rest else self._stiffness(state)
+                stiffness = self.rest_stiffness if state is None else self._stiffness(state)
                 omega2 = max(omega2, _top_eigenvalue(chol, stiffness))
         return math.sqrt(omega2), decay
 

@@ -45,6 +45,14 @@ class SpringMap(KinematicMap):
         return 0.5 * self.stiffness * q[:, 0] ** 2
 
 
+class StiffeningMap(SpringMap):
+    """V = k (s^2 + s^4) / 2, V'' = k (1 + 6 s^2): at s = 2 omega is 5 times omega at rest, as a pulled
+    start on the learned potential's wall."""
+
+    def potential(self, q):
+        return 0.5 * self.stiffness * (q[:, 0] ** 2 + q[:, 0] ** 4)
+
+
 class WallMap(SpringMap):
     """A point mass sliding along x in a sextic well V = k s^6 / 6: no stiffness at rest, a steep wall
     further out, as the learned coordinates' wall; s counts as a learned coordinate."""
