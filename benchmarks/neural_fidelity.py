@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.neural_fidelity CORPUS [--weights W] [--per-category 6]
                                                    [--categories continuum ...] [--jobs 2]
     .venv/bin/python -m benchmarks.neural_fidelity --redraw [--categories continuum ...]
+    .venv/bin/python -m benchmarks.neural_fidelity CORPUS --pictures-only [--categories continuum ...]
 
 Each held-out sequence (a shape never trained on, its reference simulator's run) is replayed with
 the same rest mesh, conditions and material (as stiffness, damping and plasticity scales) by:
@@ -17,10 +18,11 @@ and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s, each over the sequenc
 finished (a failed run is counted, and its sequence left out of every mean), and the paired difference
 neural minus rigid only at 2 s with its standard error and how often neural is the closer. Cloth runs
 with obstacles are left out (the solver has none). Writes benchmarks/results/neural_fidelity.{json,md},
-a plot of the error over time, neural_fidelity.png, and PICTURES/side_by_side.jpg: per category,
-reference frames at 0, 0.5, 1 and 2 s above the neural ones. With ``--categories`` (a closer look at some, with more
-sequences) it writes neural_fidelity_<categories>.{json,md,png} and no pictures; ``--redraw`` writes a
-stored result's table and plot again without replaying.
+a plot of the error over time, neural_fidelity.png, and PICTURES/side_by_side_<category>.jpg: the
+first three held-out sequences of each category, reference frames at 0, 0.5, 1 and 2 s above the
+neural ones. With ``--categories`` (a closer look at some, with more sequences) it writes
+neural_fidelity_<categories>.{json,md,png} and no pictures; ``--redraw`` writes a stored result's
+table and plot again without replaying; ``--pictures-only`` renders the pictures alone.
 """
 
 import argparse
@@ -37,17 +39,22 @@ from benchmarks import RESULTS, frame_at, load_worker_neurok, results_name, work
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
-from neurok_blender.core.neurok import pulled_coordinates
+from neurok_blender.core.neurok import ground_contact, pulled_coordinates
+from neurok_blender.core.simulate import simulate
 from training.calibrate import (diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error,
                                 spawned_pool)
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")
 SHAPE_VARIANTS = ("neural", "rigid only")  # the shape error column: what the deformation adds
+CONTACT_ABLATION = "rigid, neural contact"  # benchmarks/contact_ablation.py
 FLOOR = 1e-4  # plotted errors start here: at frame 0 they are zero
+PICTURED = 3  # held-out sequences per category in the side-by-side pictures
 
 
 def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
+    if variant == CONTACT_ABLATION:
+        return rigid_with_neural_contact(neurok, sequence)
     changes = {}
     if variant == "rigid only":
         changes.update(category="rigid", pull=None)
@@ -86,22 +93,35 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     return np.asarray(frames, dtype=np.float32)
 
 
-def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jobs: int = 1) -> list[dict]:
+def rigid_with_neural_contact(neurok: NeuROK, sequence) -> np.ndarray:
+    """The sequence's replay as a rigid body that meets the ground as the neural solver's body does
+    (``neurok.ground_contact``; benchmarks/contact_ablation.py)."""
+    conditions = replay_conditions(sequence)
+    vertices = sequence.rest_vertices.astype(np.float64)
+    kmap, info = neurok.body(vertices, sequence.faces, conditions, sequence.category)
+    # without coordinates the neural solver itself is rigid, with the restitution of its material
+    contact = {"restitution": info["contact_restitution"]} if kmap is None else ground_contact(kmap, info)
+    return simulate(vertices, sequence.faces, dataclasses.replace(conditions, category="rigid", pull=None),
+                    contact=contact).positions
+
+
+def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jobs: int = 1,
+             variants=VARIANTS) -> list[dict]:
     """A row per held-out sequence, in order; with ``jobs`` > 1 the sequences spread over that many
     processes, each with its own copy of the model on one thread."""
     picked = [sequence for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items()
               if category in categories for sequence in sequences]
     if jobs == 1:
         neurok = NeuROK.load(weights, device="cpu")
-        return [sequence_row(neurok, sequence) for sequence in picked]
+        return [sequence_row(neurok, sequence, variants) for sequence in picked]
     with spawned_pool(jobs, load_worker_neurok, weights) as pool:
-        return list(pool.map(_pooled_row, picked))
+        return list(pool.map(_pooled_row, [(sequence, variants) for sequence in picked]))
 
 
-def sequence_row(neurok: NeuROK, sequence) -> dict:
+def sequence_row(neurok: NeuROK, sequence, variants=VARIANTS) -> dict:
     """Every variant's replay of one sequence, scored; a variant that goes non-finite keeps its error."""
     row = {"category": sequence.category, "shape": sequence.shape, "seed": sequence.seed, "fps": sequence.fps}
-    for variant in VARIANTS:
+    for variant in variants:
         began = time.perf_counter()
         try:
             positions = replay(neurok, sequence, variant)
@@ -112,12 +132,12 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
                         "chamfer_2s": chamfer_at(positions, sequence, 2.0),
                         "shape_2s": shape_error_at(positions, sequence, 2.0),
                         "seconds": time.perf_counter() - began}
-    print(sequence.category, sequence.shape, {v: error_at(row[v], 2.0, sequence.fps) for v in VARIANTS}, flush=True)
+    print(sequence.category, sequence.shape, {v: error_at(row[v], 2.0, sequence.fps) for v in variants}, flush=True)
     return row
 
 
-def _pooled_row(sequence) -> dict:
-    return sequence_row(worker_neurok(), sequence)
+def _pooled_row(job) -> dict:
+    return sequence_row(worker_neurok(), *job)
 
 
 def chamfer_at(positions: np.ndarray, sequence, t: float) -> float:
@@ -202,20 +222,29 @@ def plot(rows: list[dict], destination: Path) -> None:
     figure.savefig(destination, dpi=90)
 
 
-def side_by_side(weights, corpus: Path, destination: Path, times=(0.0, 0.5, 1.0, 2.0)) -> None:
-    """Reference and neural frames of the first held-out sequence of each category: a row each."""
+def side_by_side(weights, corpus: Path, folder: Path, categories, times=(0.0, 0.5, 1.0, 2.0)) -> list[Path]:
+    """A picture per category of its first ``PICTURED`` held-out sequences: for each, the reference's
+    frames above the neural ones, each time's two framed alike, so where the body went shows as well
+    as its shape."""
     from tools.build_extension import isolate_user_folders
     from tools.stage import mesh_sheet
 
     isolate_user_folders()
     neurok = NeuROK.load(weights, device="cpu")
-    states = []
-    for category, (sequence, *_) in pick_sequences(corpus, "heldout", 1, spread=1).items():
-        neural = replay(neurok, sequence, "neural")
-        for positions in (sequence.positions, neural):
-            frames = [frame_at(t, sequence.fps, len(positions)) for t in times]
-            states += [(positions[f].astype(np.float64), sequence.faces, ()) for f in frames]
-    mesh_sheet(states, destination, columns=len(times))
+    written = []
+    for category, sequences in pick_sequences(corpus, "heldout", PICTURED, spread=1).items():
+        if category not in categories:
+            continue
+        states, framings = [], []
+        for sequence in sequences:
+            neural = replay(neurok, sequence, "neural")
+            frames = [frame_at(t, sequence.fps, len(neural)) for t in times]
+            for positions in (sequence.positions, neural):
+                states += [(positions[f].astype(np.float64), sequence.faces, ()) for f in frames]
+            framings += 2 * [np.concatenate([sequence.positions[f], neural[f]]).astype(np.float64) for f in frames]
+        written.append(folder / f"side_by_side_{category}.jpg")
+        mesh_sheet(states, written[-1], columns=len(times), framings=framings)
+    return written
 
 
 def main():
@@ -229,6 +258,8 @@ def main():
     parser.add_argument("--jobs", type=positive, default=1, help="processes replaying sequences at once")
     parser.add_argument("--redraw", action="store_true",
                         help="replay nothing: the table and plot again from the stored rows of these categories")
+    parser.add_argument("--pictures-only", action="store_true",
+                        help="no table: the side-by-side pictures of these categories alone")
     a = parser.parse_args()
     every = set(a.categories) == set(DEFORMABLE)
     name = results_name("neural_fidelity", a.categories)
@@ -244,14 +275,16 @@ def main():
         return
     if a.corpus is None:
         parser.error("the corpus to replay is missing")
+    if every or a.pictures_only:
+        pictures = side_by_side(a.weights, a.corpus, a.pictures, a.categories)
+        print("side by side:", *map(str, pictures))
+    if a.pictures_only:
+        return
     rows = evaluate(a.weights, a.corpus, a.per_category, a.categories, a.jobs)
     text = table(rows)
     print(text)
     write_results(name, text, rows=rows, corpus=a.corpus.name)
     plot(rows, RESULTS / f"{name}.png")
-    if every:
-        side_by_side(a.weights, a.corpus, a.pictures / "side_by_side.jpg")
-        print(f"side by side: {a.pictures / 'side_by_side.jpg'}")
 
 
 if __name__ == "__main__":

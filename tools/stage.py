@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 SKY = (0.55, 0.65, 0.8, 1.0)
+GROUND_DROP = 0.002  # m: how far below z = 0 the pictured ground is drawn (render_mesh)
 
 
 def material(name, color, roughness):
@@ -56,8 +57,9 @@ def cycles_cpu(scene, samples, width, height):
     scene.render.resolution_x, scene.render.resolution_y = width, height
 
 
-def render_mesh(vertices, faces, path, obstacles=()):
-    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the mesh."""
+def render_mesh(vertices, faces, path, obstacles=(), framing=None):
+    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the
+    mesh or on the points ``framing`` (to show two states of a body alike)."""
     import bpy
     import numpy as np
 
@@ -67,7 +69,8 @@ def render_mesh(vertices, faces, path, obstacles=()):
     mesh.from_pydata(vertices.tolist(), [], faces.tolist())
     mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
     scene.collection.objects.link(bpy.data.objects.new("state", mesh))
-    bpy.ops.mesh.primitive_plane_add(size=100.0)
+    # drawn a little low: a sheet resting on the solver's penalty ground sits g / k (0.1 mm) in it
+    bpy.ops.mesh.primitive_plane_add(size=100.0, location=(0.0, 0.0, -GROUND_DROP))
     grey = material("ground", (0.6, 0.6, 0.62, 1.0), 0.7)
     bpy.context.active_object.data.materials.append(grey)
     for o in obstacles:
@@ -77,7 +80,8 @@ def render_mesh(vertices, faces, path, obstacles=()):
             bpy.ops.mesh.primitive_cube_add(size=1.0, location=np.asarray(o["corner"]) + np.asarray(o["size"]) / 2,
                                             scale=o["size"])
         bpy.context.active_object.data.materials.append(grey)
-    center, extent = vertices.mean(0), float(np.ptp(vertices, axis=0).max()) + 0.02
+    framed = vertices if framing is None else framing
+    center, extent = framed.mean(0), float(np.ptp(framed, axis=0).max()) + 0.02
     look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
     sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)
     cycles_cpu(scene, samples=16, width=200, height=150)
@@ -110,12 +114,13 @@ def contact_sheet(paths: list[Path], destination: Path, columns=4):
     image.save()
 
 
-def mesh_sheet(states, destination: Path, columns: int):
-    """Render each (vertices, faces, obstacles) state with ``render_mesh`` and tile them row by row."""
+def mesh_sheet(states, destination: Path, columns: int, framings=None):
+    """Render each (vertices, faces, obstacles) state with ``render_mesh`` (framed on ``framings[i]``
+    where given) and tile them row by row."""
     with tempfile.TemporaryDirectory() as folder:
         paths = []
         for i, (vertices, faces, obstacles) in enumerate(states):
             paths.append(Path(folder) / f"state-{i:04d}.png")
-            render_mesh(vertices, faces, paths[-1], obstacles)
+            render_mesh(vertices, faces, paths[-1], obstacles, None if framings is None else framings[i])
         Path(destination).parent.mkdir(parents=True, exist_ok=True)
         contact_sheet(paths, Path(destination), columns=columns)
