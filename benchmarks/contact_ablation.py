@@ -16,13 +16,10 @@ benchmarks/results/contact_ablation[_<categories>].{json,md}.
 
 import argparse
 import json
-from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks import RESULTS, results_name, write_results
-from benchmarks.neural_fidelity import CONTACT_ABLATION, TIMES, error_at, evaluate, paired_difference
+from benchmarks.neural_fidelity import CONTACT_ABLATION, TIMES, by_category, evaluate, mean_errors, paired_difference
 from training.calibrate import positive
 
 CATEGORIES = ("continuum", "elastic")  # the categories whose contact differs from a rigid body's
@@ -31,20 +28,13 @@ PAIRED_TIMES = (0.5, 2.0)  # s: the ablation paired with the neural rollout and 
 
 
 def table(rows: list[dict]) -> str:
-    groups = defaultdict(list)
-    for row in rows:
-        groups[row["category"]].append(row)
-    groups["all"] = rows
     pairs = ([("neural", CONTACT_ABLATION, t) for t in PAIRED_TIMES]
              + [(CONTACT_ABLATION, "rigid only", t) for t in PAIRED_TIMES])
     header = ("| category | sequences | " + " | ".join(f"{c}: {t} s" for c in COLUMNS for t in TIMES) + " | "
               + " | ".join(f"{a} - {b} at {t} s | {a} closer at {t} s" for a, b, t in pairs) + " |")
     lines = [header, "|---|---:|" + "---:|" * (len(COLUMNS) * len(TIMES) + 2 * len(pairs))]
-    for category, group in groups.items():
-        complete = [r for r in group if all("over_time" in r[c] for c in COLUMNS)]
-        cells = [f"{np.mean([error_at(r[c], t, r['fps']) for r in complete]):.4f}" if complete else "-"
-                 for c in COLUMNS for t in TIMES]
-        cells += [paired_difference(complete, a, b, t) for a, b, t in pairs]
+    for category, group, complete in by_category(rows, COLUMNS):
+        cells = mean_errors(complete, COLUMNS) + [paired_difference(complete, a, b, t) for a, b, t in pairs]
         lines.append(f"| {category} | {len(complete)} of {len(group)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

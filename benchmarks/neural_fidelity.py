@@ -99,10 +99,8 @@ def rigid_with_neural_contact(neurok: NeuROK, sequence) -> np.ndarray:
     conditions = replay_conditions(sequence)
     vertices = sequence.rest_vertices.astype(np.float64)
     kmap, info = neurok.body(vertices, sequence.faces, conditions, sequence.category)
-    # without coordinates the neural solver itself is rigid, with the restitution of its material
-    contact = {"restitution": info["contact_restitution"]} if kmap is None else ground_contact(kmap, info)
     return simulate(vertices, sequence.faces, dataclasses.replace(conditions, category="rigid", pull=None),
-                    contact=contact).positions
+                    contact=ground_contact(kmap, info)).positions
 
 
 def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jobs: int = 1,
@@ -163,20 +161,30 @@ def error_at(result: dict, t: float, fps: float):
     return series[frame_at(t, fps, len(series))]
 
 
-def table(rows: list[dict]) -> str:
+def by_category(rows: list[dict], variants) -> list[tuple[str, list[dict], list[dict]]]:
+    """(category, its rows, those every one of ``variants`` finished) per category and for all: the
+    means compare the variants on the same sequences."""
     groups = defaultdict(list)
     for row in rows:
         groups[row["category"]].append(row)
     groups["all"] = rows
+    return [(c, group, [r for r in group if all("over_time" in r[v] for v in variants)]) for c, group in groups.items()]
+
+
+def mean_errors(rows: list[dict], variants) -> list[str]:
+    """Table cells: each variant's mean error over ``rows`` at each of TIMES."""
+    return [f"{np.mean([error_at(r[v], t, r['fps']) for r in rows]):.4f}" if rows else "-"
+            for v in variants for t in TIMES]
+
+
+def table(rows: list[dict]) -> str:
     header = "| category | sequences | " + " | ".join(
         f"{v}: {t} s" for v in VARIANTS for t in TIMES) + " | neural Chamfer-L1 at 2 s | " + " | ".join(
         f"{v}: shape at 2 s" for v in SHAPE_VARIANTS) + (
         " | neural - rigid only at 2 s | neural closer at 2 s | failed runs |")
     lines = [header, "|---|---:|" + "---:|" * (len(VARIANTS) * len(TIMES) + len(SHAPE_VARIANTS) + 4)]
-    for category, group in groups.items():
-        complete = [r for r in group if all("over_time" in r[v] for v in VARIANTS)]  # every variant on the same sequences
-        cells = [f"{np.mean([error_at(r[v], t, r['fps']) for r in complete]):.4f}" if complete else "-"
-                 for v in VARIANTS for t in TIMES]
+    for category, group, complete in by_category(rows, VARIANTS):
+        cells = mean_errors(complete, VARIANTS)
         chamfer = [r["neural"]["chamfer_2s"] for r in complete]
         failed = sum("error" in r[v] for r in group for v in VARIANTS)
         chamfer_cell = f"{np.mean(chamfer):.4f}" if chamfer else "-"

@@ -232,6 +232,11 @@ class LagrangianSystem:
         c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 
+    @property
+    def damped(self) -> bool:
+        """Whether Rayleigh damping acts on a deformation coordinate (``damping_matrix`` is not zero)."""
+        return self.deforms and bool((self.per_body["damping"] > 0).any())
+
     def damping_matrix(self, mass_matrix):
         """Rayleigh D = alpha P M P on the deformation coordinates (P selects them)."""
         p = self.elastic

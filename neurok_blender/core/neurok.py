@@ -233,8 +233,8 @@ class NeuROK:
             return simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
         kmap, info = self.body(v, f, conditions, category)
         if kmap is None:  # the model sees no deformation of this mesh worth a coordinate
-            rigid = dataclasses.replace(conditions, category="rigid", pull=None, restitution=info["contact_restitution"])
-            result = simulate(v, f, rigid, progress, points)
+            rigid = dataclasses.replace(conditions, category="rigid", pull=None)
+            result = simulate(v, f, rigid, progress, points, contact=ground_contact(None, info))
             result.info = info
             return result
         env = dataclasses.replace(environment(conditions, v), damping=info["damping"], **ground_contact(kmap, info))
@@ -261,12 +261,15 @@ class NeuROK:
         return SimulationResult.from_trajectory(trajectory, info)
 
 
-def ground_contact(kmap: NeuralBodyMap, info: dict) -> dict:
+def ground_contact(kmap: NeuralBodyMap | None, info: dict) -> dict:
     """How the ground meets a deforming body (``body``'s choices): the Environment fields that differ
     from a rigid body's, the restitution of its give, its footprint's rolling lever and the ground's
-    spring under it. ``benchmarks/contact_ablation.py`` lands a rigid body with them."""
-    return {"restitution": info["contact_restitution"], "contact_stiffness": info["contact_stiffness"],
-            "rolling_lever": info["rolling_resistance"] * float(kmap.gyration)}
+    spring under it; a body without coordinates (no map) keeps its give alone, on the stiff floor.
+    ``benchmarks/contact_ablation.py`` lands a rigid body with them."""
+    contact = {"restitution": info["contact_restitution"], "contact_stiffness": info["contact_stiffness"]}
+    if kmap is not None:
+        contact["rolling_lever"] = info["rolling_resistance"] * float(kmap.gyration)
+    return contact
 
 
 def contact_restitution(ground: float, body: float) -> float:

@@ -94,7 +94,7 @@ def relaxing_start(system: LagrangianSystem, method: str, substeps: int | None) 
     frames; sized by it, a 1000-frame run of a pulled pair of scissors took 168 RK4 steps every frame.
     An undamped body keeps its start's energy and comes back to its stiffness, so it keeps the start's
     steps throughout."""
-    return not substeps and method not in ADAPTIVE and system.fastest_rates()[1] > 0
+    return not substeps and method not in ADAPTIVE and system.damped
 
 
 def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
