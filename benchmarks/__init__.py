@@ -33,7 +33,7 @@ _worker_neurok = None  # a pool process's own copy of the model (``load_worker_n
 
 
 def load_worker_neurok(weights) -> None:
-    """Pool initializer (``training.calibrate.spawned_pool``): load the model once per process."""
+    """Pool initializer (``training.parent_watch.spawned_pool``): load the model once per process."""
     global _worker_neurok
     from neurok_blender.core import NeuROK
 

@@ -41,8 +41,8 @@ from neurok_blender.core.conditions import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import ground_contact, pulled_coordinates
 from neurok_blender.core.simulate import simulate
-from training.calibrate import (diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error,
-                                spawned_pool)
+from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
+from training.parent_watch import spawned_pool
 
 TIMES = (0.5, 1.0, 2.0)  # s
 VARIANTS = ("neural", "rigid only", "initial conditions only", "no Lagrangian")

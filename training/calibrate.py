@@ -94,11 +94,8 @@ materials and their part of the previous report.
 import argparse
 import itertools
 import json
-import multiprocessing
-import os
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +110,7 @@ from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
 from training.examples import collate, make_example, rigid_alignment
-from training.parent_watch import exit_with_parent
+from training.parent_watch import spawned_pool
 from training.reference.scales import material_conditions
 from training.train import batch_tensors, load_corpus, usable
 
@@ -227,21 +224,6 @@ _worker_model = None  # a pool process's own copy of the model (``_load_worker``
 def _load_worker(weights: Path) -> None:
     global _worker_model
     _worker_model = load_model(weights, "cpu")
-
-
-def spawned_pool(jobs: int, initializer, weights) -> ProcessPoolExecutor:
-    """``jobs`` processes on one thread each (the processes are the parallelism), each set up by
-    ``initializer(weights)``; spawned, not forked: a fork of a process whose OpenMP threads run can
-    hang. A worker whose parent is gone exits: the pool's own shutdown only runs when the parent
-    unwinds, and workers of a killed run went on replaying."""
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(jobs, context, _set_up_worker, (os.getpid(), initializer, weights))
-
-
-def _set_up_worker(parent: int, initializer, weights) -> None:
-    exit_with_parent(parent)
-    torch.set_num_threads(1)
-    initializer(weights)
 
 
 def _pooled_errors(job) -> tuple[float, float, bool]:

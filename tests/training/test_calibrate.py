@@ -14,6 +14,7 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.neurok import CategoryMaterial, NeuROK
 import training.calibrate as calibrate
 from training.calibrate import calibrate_category, shape_errors_over_time, store
+from training.parent_watch import spawned_pool
 
 
 def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
@@ -150,7 +151,7 @@ def test_replays_in_worker_processes_score_as_in_this_one(tmp_path):
     sequences = [sample_articulated(seed, "train") for seed in range(2)]
     material = CategoryMaterial(8.0, 2.0)
     here = calibrate.score(load_model(path, "cpu"), sequences, material, frames=4)
-    with calibrate.spawned_pool(2, calibrate._load_worker, path) as pool:
+    with spawned_pool(2, calibrate._load_worker, path) as pool:
         pooled = calibrate.score(None, sequences, material, frames=4, pool=pool)
     assert here[2] == pooled[2] == 0
     np.testing.assert_allclose(pooled[:2], here[:2], rtol=1e-6)

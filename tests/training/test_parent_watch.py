@@ -13,7 +13,7 @@ from training.parent_watch import PARENT_CHECK
 
 
 @pytest.mark.parametrize("pool", [
-    "from training.calibrate import spawned_pool\n"  # calibration and benchmarks
+    "from training.parent_watch import spawned_pool\n"  # calibration, benchmarks and training batches
     "pool = spawned_pool(2, str, 'weights')\n"
     "futures = [pool.submit(time.sleep, 120) for _ in range(2)]\n",
     "from training.generate import worker_pool\n"  # corpus generation

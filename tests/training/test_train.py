@@ -32,19 +32,22 @@ def test_rigid_alignment_recovers_a_rotation_and_the_example_removes_it():
     assert np.abs(example["deformation"]).max() < 1e-5
 
 
-def test_training_logs_saves_and_resumes_exactly(tmp_path):
+def test_training_logs_saves_and_resumes_exactly_with_batches_drawn_here_or_by_worker_processes(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(3)], (0, 3), "t")
     write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
     whole = train(corpus, tmp_path / "whole", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2)
     train(corpus, tmp_path / "parts", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2, until=4)
-    resumed = train(corpus, tmp_path / "parts", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2)
+    resumed = train(corpus, tmp_path / "parts", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2,
+                    draw_workers=2)
     a, b = load_model(whole, "cpu").state_dict(), load_model(resumed, "cpu").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     rows = [json.loads(line) for line in (tmp_path / "whole" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [2, 4, 6]
     assert all(np.isfinite(r["loss"]) and 0 < r["heldout_vertex_error"] < 1 for r in rows)
+    with pytest.raises(ValueError, match="draw_workers must be at least 1"):
+        train(corpus, tmp_path / "none", steps=6, batch=2, seed=0, device="cpu", config=TINY, draw_workers=0)
 
 
 def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
