@@ -30,9 +30,9 @@ def _exit_without(parent: int) -> None:
 
 def spawned_pool(jobs: int, initializer, argument) -> ProcessPoolExecutor:
     """``jobs`` processes on one thread each (the processes are the parallelism), each set up by
-    ``initializer(argument)`` (the weights to load, the corpus to read); spawned, not forked: a fork of a process whose OpenMP threads run can
-    hang. A worker whose parent is gone exits: the pool's own shutdown only runs when the parent
-    unwinds, and workers of a killed run went on replaying."""
+    ``initializer(argument)`` (the weights to load, the corpus to read); spawned, not forked: a fork
+    of a process whose OpenMP threads run can hang. A worker whose parent is gone exits: the pool's
+    own shutdown only runs when the parent unwinds, and workers of a killed run went on replaying."""
     context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(jobs, context, _set_up_worker, (os.getpid(), initializer, argument))
 

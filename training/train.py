@@ -159,10 +159,10 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "kl_weight": kl_weight, "kl_warmup": kl_warmup}
 
-    began = time.perf_counter() - elapsed
-    drawn = batches(corpus, items, seed, step, min(steps, until or steps), batch, config, draw_workers)
+    began, last = time.perf_counter() - elapsed, min(steps, until or steps)
+    drawn = batches(corpus, items, seed, step, last, batch, config, draw_workers)
     with (out / "log.jsonl").open("a") as log, contextlib.closing(drawn):
-        while step < min(steps, until or steps) and (hours is None or elapsed < hours * 3600):
+        while step < last and (hours is None or elapsed < hours * 3600):
             for group in optimizer.param_groups:  # cosine decay over the planned steps
                 group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
             model.train()
