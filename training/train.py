@@ -100,15 +100,14 @@ def batches(corpus: Path, items, seed: int, first: int, last: int, size: int, co
         for step in range(first, last):
             yield draw_batch(items, seed, step, size, config)
         return
-    with spawned_pool(workers, _load_draw_worker, corpus) as pool:
-        ahead = collections.deque()
-        try:
-            for step in range(first, last):
-                while len(ahead) < 2 * workers and step + len(ahead) < last:
-                    ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), size, config))
-                yield ahead.popleft().result()
-        finally:  # a run stopped early (--hours) leaves nothing queued
-            pool.shutdown(cancel_futures=True)
+    pool, ahead = spawned_pool(workers, _load_draw_worker, corpus), collections.deque()
+    try:
+        for step in range(first, last):
+            while len(ahead) < 2 * workers and step + len(ahead) < last:
+                ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), size, config))
+            yield ahead.popleft().result()
+    finally:  # a run stopped early (--hours) leaves nothing queued
+        pool.shutdown(cancel_futures=True)
 
 
 _worker_items = None  # a drawing process's own copy of the training sequences (``_load_draw_worker``)
