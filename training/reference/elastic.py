@@ -8,8 +8,8 @@ barycentric embedding. Conditions are the solver's own ``Conditions``.
 The discrete integrator takes the velocity update implicitly, which damps the rotation of a strained
 body (a stiff body released spinning from a pull lost 93 % of its spin in the first frame), so every
 step in free flight gives the lost angular momentum back as a rigid spin
-(``_restore_angular_momentum``); in contact or under a load the loss stays (README, elastic
-fidelity).
+(``_restore_angular_momentum``); in contact or under a load the loss stays (docs/benchmarks.md,
+elastic fidelity).
 """
 
 from dataclasses import dataclass

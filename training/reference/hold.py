@@ -7,7 +7,7 @@ off. At release (frame 0) both grips let go and the body starts from rest (plus 
 velocity). The learned solver fits its initial state to the handle alone
 (``core.neurok.pulled_coordinates``), which on most held-out elastic bodies moves the handle a few
 per cent of the way; the learned space holds these shapes far better than that fit finds them
-(README, elastic fidelity). (Articulated objects bend only at joints, so their engine finds the held
+(docs/benchmarks.md, elastic fidelity). (Articulated objects bend only at joints, so their engine finds the held
 pose by inverse kinematics with the same grips.)
 """
 
