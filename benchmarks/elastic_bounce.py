@@ -42,11 +42,11 @@ def rebound(heights: np.ndarray) -> float:
 def measure(neurok: NeuROK, vertices, faces, young: float, damping: float) -> dict:
     material = ElasticMaterial(young=young, damping=damping)
     conditions = Conditions(frames=FRAMES, fps=FPS, velocity=(0.0, 0.0, -SPEED), ground_height=0.0,
-                            friction=material.friction, restitution=0.0)
+                            friction=material.friction, restitution=None)
     row = {"young": young, "damping": damping}
     began = time.perf_counter()
     # the corpus's tets (layered, deterministic): TetWild's differ run to run, and so did the rebound
-    # (0.82 / 0.84 / 0.72 at 10 kPa and 0.5 ms in three runs of one process, session 26)
+    # (0.82 / 0.84 / 0.72 at 10 kPa and 0.5 ms in three runs of one process)
     tets = layered_tets(vertices, faces, layers=2)
     row["reference"] = rebound(simulate_elastic(vertices, faces, material, conditions, tets=tets).center[:, 2])
     neural = dataclasses.replace(conditions, category="elastic", **material_conditions("elastic", vars(material)))

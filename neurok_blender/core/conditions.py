@@ -55,13 +55,17 @@ class Conditions:
     """Frames are counted from 0 (the initial state, t = 0); frame k shows t = k / fps.
 
     Units are SI: m, s, kg, N, rad/s. ``substeps=None`` picks the step from the stiffest spring.
-    ``category`` is a hint for the neural solver ("auto" reads the mesh: open -> cloth, several loose
-    parts -> articulated, else elastic); "rigid" keeps the rigid-only coordinates. ``stiffness`` and
+    ``category`` is a hint for the neural solver ("auto" reads the mesh, ``category.py``: an open
+    sheet is cloth, solid parts of comparable size articulated, any other solid elastic); "rigid"
+    keeps the rigid-only coordinates. ``stiffness`` and
     ``damping`` scale the category's default material (1 = the reference simulator's default; a
     solid's deformation also rings slower the heavier or larger it is, ``neurok.solid_frequency_scale``);
     ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
-    categories whose references spring back never yield). ``restitution`` is the ground's; a body that
-    never yields adds its material's (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,
+    categories whose references spring back never yield). ``restitution`` e is the body's coefficient of
+    restitution against the ground: its centre of mass leaves each impact at most e times as fast as it
+    came (dropped from h, it bounces back to e^2 h; ``LagrangianSystem.restitute``); cloth keeps none
+    of it. None is the reference simulators' dead ground: the body bounces as its material gives
+    (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,
     or leapfrog where the damping is too fast for explicit steps (``rollout.choose_method``).
     """
 
@@ -75,7 +79,7 @@ class Conditions:
     pull: Pull | None = None
     mass: float = 1.0
     friction: float = 0.5
-    restitution: float = 0.3
+    restitution: float | None = 0.3
     drag: float = 0.0
     category: str = "auto"
     stiffness: float = 1.0
@@ -100,8 +104,8 @@ class Conditions:
         _positive("stiffness", self.stiffness)
         _non_negative("damping", self.damping)
         _non_negative("plasticity", self.plasticity)
-        if not (0.0 <= self.restitution <= 1.0):
-            raise ValueError(f"restitution must lie in [0, 1], got {self.restitution}")
+        if self.restitution is not None and not (0.0 <= self.restitution <= 1.0):
+            raise ValueError(f"restitution must lie in [0, 1] or be None, got {self.restitution}")
         if self.category not in CATEGORIES:
             raise ValueError(f"unknown category {self.category!r}; choose one of {', '.join(CATEGORIES)}")
         if self.integrator not in METHODS:

@@ -31,7 +31,8 @@ class Environment:
     gravity: torch.Tensor  # (3,) m/s^2
     ground_height: torch.Tensor | None = None  # (B,) m, None for no ground
     friction: torch.Tensor | float = 0.5  # Coulomb coefficient mu
-    restitution: torch.Tensor | float = 0.3  # fraction of the normal speed kept by an impact, 0..1
+    restitution: torch.Tensor | float = 0.3  # of the contact's spring-dashpot: the normal speed a point keeps, 0..1
+    impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
     contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
@@ -93,6 +94,11 @@ class LagrangianSystem:
             chol, _ = self.factor(self.mass_matrix(rest))
             self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
         self.rest_stiffness = self._rest_stiffness()
+        self.impact = None  # e per body of Newton's law over each impact (restitute), for a free body on a ground
+        if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
+                and bool(kinematic_map.rigid_dofs[:3].all()):
+            self.impact = _per_body(env.impact_restitution, b, dtype)
+            kinematic_map.attach(self.contact_points)
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
@@ -231,6 +237,36 @@ class LagrangianSystem:
         rate = self._fastest_rate(whitened, c[:, None], (0, 1, 2))
         c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
+
+    def restitute(self, q, q_dot, incoming, q_dot_before):
+        """Newton's law of restitution for the centre of mass over a whole impact: it leaves the ground
+        rising at most e times as fast as it came down, v_out <= e v_in.
+
+        The penalty contact resolves the impact itself, but what a body keeps of it also depends on what
+        its coordinates store and give back: a learned deformation takes part of the impact and returns
+        it, and a dashpot capped to stay stable within a step damps less than asked. Called after each
+        step, with the state it ended in (q, q_dot) and the velocity it began with: an impact begins at
+        the step at whose end a contact point first reaches below the ground (``incoming`` (B,) is then
+        the centre of mass's downward speed as the step began, before the spring slowed it; NaN in
+        flight) and ends when none does. The excess of the upward speed over e v_in is then taken out
+        of the centre of mass's vertical velocity q_dot[:, 2] (the translation of a free body's centre
+        of mass, uncoupled in M from its turning and its deformation), and its kinetic energy
+        1/2 M (v^2 - (e v_in)^2) is returned as dissipated.
+        Returns (q_dot, incoming, dissipated (B,)).
+        """
+        dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
+        if self.impact is None:
+            return q_dot, incoming, dissipated
+        touching = self.map.embed(q, self.contact_points)[..., 2].amin(1) < self.env.ground_height
+        incoming = torch.where(touching & torch.isnan(incoming), (-q_dot_before[:, 2]).clamp(min=0.0), incoming)
+        leaving = ~touching & ~torch.isnan(incoming)
+        if not bool(leaving.any()):
+            return q_dot, incoming, dissipated
+        rise = q_dot[:, 2]
+        kept = torch.where(leaving, torch.minimum(rise, self.impact * incoming.nan_to_num()), rise)
+        dissipated = 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
+        q_dot = torch.cat([q_dot[:, :2], kept[:, None], q_dot[:, 3:]], 1)
+        return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
 
     @property
     def damped(self) -> bool:

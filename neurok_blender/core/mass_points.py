@@ -8,12 +8,19 @@ have a vanishing mass matrix and let a load there accelerate without bound. The 
 the inertia stays a solid's (a 1 x 0.5 x 0.25 box: within 12 % on every axis, where a shell is
 30-60 % above).
 Inside is decided by signed ray crossings (``mesh.lattice_inside``).
+
+A body with mirror planes (``mirror.py``, G of |G| > 1 reflections) gets a mirror-symmetric set:
+count / |G| samples and their images under every g in G, each with 1/|G| of its sample's mass, then
+the moments matched (their solution is unique, so it is as symmetric as the points). Random samples
+alone are lopsided: unequal masses at mirrored places put the pressure of a flat landing off centre,
+and the body tilts and drifts (measured in ``neural.py``).
 """
 
 import numpy as np
 
 from .mesh import (MassProperties, is_closed, lattice_inside, loose_parts, mass_properties, signed_volume,
                    tetrahedron_volumes)
+from .mirror import MirrorGroup
 from .surface import sample_surface
 
 POINTS = 512  # surface samples, and about as many interior points; the engine's cost grows mildly with them
@@ -26,15 +33,40 @@ MOMENT_TOLERANCE = 1e-6  # of the mass, on the moment equations scaled by the po
 
 
 def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
-                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+                    seed: int = 0, mirrors: MirrorGroup | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface"), deterministic: the
     samples of ``sampled_points`` reweighted to the mesh's exact mass, centre and inertia
     (``mesh.mass_properties``), the ones the rigid solver uses: 512 random surface samples put the
     centre of a sheet 1-2 % of its size off, and the surface share makes a solid's inertia 4-13 %
     too large (held-out shapes), enough to tumble and bounce differently from the same body solved
-    as rigid."""
-    points, masses, where, groups = sampled_points(vertices, faces, mass, count, seed)
+    as rigid. With ``mirrors`` (the mesh's ``mirror.MirrorGroup``) of more than the identity the
+    points are ``symmetric_points``: g(x_i) is a point of the same mass as x_i for every g in G."""
+    if mirrors is not None and mirrors.size > 1:
+        points, masses, where, groups = symmetric_points(vertices, faces, mass, mirrors, count, seed)
+    else:
+        points, masses, where, groups = sampled_points(vertices, faces, mass, count, seed)
     return points, match_moments(points, masses, mass_properties(vertices, faces, mass), groups), where
+
+
+def symmetric_points(vertices: np.ndarray, faces: np.ndarray, mass: float, mirrors: MirrorGroup,
+                     count: int = POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+    """``sampled_points`` of count / |G| samples and their images g(x) under every g in ``mirrors``,
+    each image with 1 / |G| of its sample's mass: a set G maps onto itself, masses included. A point's
+    part is the mirror image of its sample's (a loose part's image is a loose part of the same volume),
+    so every part keeps its share of the mass. (A grid point of a part symmetric in itself falls on
+    another grid point's image: the pair carries its mass together.)"""
+    size = mirrors.size
+    points, masses, where, groups = sampled_points(vertices, faces, mass, max(count // size, MIN_PART_POINTS), seed)
+    labels = loose_parts(faces, len(vertices))
+    if where == "volume" and labels.max() < MAX_SAMPLED_PARTS:  # groups are loose parts: map them to their images
+        images = mirrors.vertex_images(vertices)
+        part_images = np.zeros((size, labels.max() + 1), dtype=int)
+        part_images[:, labels] = labels[images]
+        mirrored = [part_images[i][groups] for i in range(size)]
+    else:  # one group (a sheet, or many pieces sampled as one solid)
+        mirrored = [groups] * size
+    return (np.concatenate(list(mirrors.images(points))), np.concatenate([masses / size] * size), where,
+            np.concatenate(mirrored))
 
 
 def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,

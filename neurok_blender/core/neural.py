@@ -41,6 +41,22 @@ e_y: s_p <- s - (e_y / e)(s - s_p), the return of a Prandtl element (a spring in
 friction slider) to its yield surface. The energy the springs lose that way is dissipated, so the
 energy balance still closes. A body that never yields (e_y None) is the elastic one above.
 The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
+
+Mirror planes: the decoder and its surface samples are not mirror-symmetric, so on a symmetric body
+its modes are lopsided, and a flat landing excites them unevenly (unequal contact masses put the
+pressure off centre: the body tilts; friction on unequal slip: it drifts and turns). A body with the
+mirror group G (``mirror.py``: reflections g(x) = c + g (x - c) across vertical planes, |G| = 1, 2, 4)
+gets one block s_g of k coordinates per g (k_q = k |G|) and the mirrored deformation
+
+    y(s) = x + sum_g g [Y(g x) s_g + 1/2 Z(g x)[s_g, s_g]]         (quadratic expansion)
+    y(s) = x + h sum_g g (F(z(s_g), g x) - F(z(0), g x))           (the network)
+
+at every point x (Y, Z: the decoder's field of one block), the rigid part removed as before. Then
+y(s) at g(x) is g(y(s') at x) with s' the blocks permuted by g: the coordinates of a symmetric body
+are symmetric, with symmetric mass points (``mass_points.py``) so are its mass matrix, potential and
+forces, and a body dropped flat stays symmetric (mirror-equivariance; G = {1} is the map above, bit
+for bit). Drawn points follow the same sum of the mirrored skinned motions (|G| skinning passes).
+What it costs and what it fixes: docs/physics.md, mirror symmetry.
 """
 
 import copy
@@ -51,6 +67,7 @@ from scipy.spatial import cKDTree
 
 from .conditions import EXPANSIONS
 from .kinematics import KinematicMap
+from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .reduction import Subspace
 from .rigid import posed_derivatives, posed_jacobian
@@ -106,10 +123,12 @@ class QuadraticMotions:
 
 
 class NeuralBodyMap(KinematicMap):
-    """One body (B = 1) on the learned coordinates of ``model`` for ``shape``."""
+    """One body (B = 1) on the learned coordinates of ``model`` for ``shape``; with ``mirrors`` (the mesh's
+    ``mirror.MirrorGroup``, world space) one block of ``subspace.size`` coordinates per reflection."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
-                 frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None):
+                 frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
+                 mirrors: MirrorGroup | None = None):
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
@@ -123,7 +142,9 @@ class NeuralBodyMap(KinematicMap):
         self.center = (self.masses[0, :, None] * self.mass_points[0]).sum(0) / self.masses.sum()
         self.orientation = torch.eye(3, dtype=dtype)[None]
         self.omega2 = (2 * np.pi * frequency) ** 2
-        k = subspace.size
+        self.mirrors = mirrors if mirrors is not None else MirrorGroup.identity()
+        self.block = subspace.size  # coordinates of one reflection's block s_g
+        k = self.block * self.mirrors.size
         self.rigid_dofs = torch.cat([torch.ones(6, dtype=torch.bool), torch.zeros(k, dtype=torch.bool)])
         self.scale = torch.tensor(shape.scale, dtype=dtype)
         arms = self.mass_points[0] - self.center
@@ -157,28 +178,63 @@ class NeuralBodyMap(KinematicMap):
         so their derivatives are closed forms (``rigid.posed_derivatives``); output points (a mesh
         drawn every frame) follow dual-quaternion skinning of the quadratic motions instead, which
         agrees with it to second order and needs no (V, 3, k, k) table.
+
+        Under mirrors, each point is skinned at each of its images g(x) (parts: those given for the
+        identity, the image's nearest vertex's for the others), and the field is the block-diagonal
+        sum over g of g Y(g x), g Z(g x) (module docstring).
         """
         key = (points.data_ptr(), tuple(points.shape))
         if key in self._skins:
             return
-        model_points = (points[0].detach().numpy() - self.shape.center) / self.shape.scale
-        if parts is None:
-            parts = self.shape.vertex_parts[nearest_vertices(model_points, self.shape.vertices)]
-        points_t = torch.as_tensor(model_points, dtype=self.dtype)
-        skin = skinning(model_points, self.shape.queries.points, parts, self.shape.query_parts, self.neighbours)
-        zero = torch.zeros(self.reduced_size, dtype=self.dtype)
-        with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
-            rest = self._move(zero[None], points_t, skin)
+        zero = torch.zeros(self.block, dtype=self.dtype)
+        images, firsts, seconds = [], [], []
+        for index in range(self.mirrors.size):
+            image = self.mirrors.reflect(points[0].detach(), index)
+            model_points = (image.numpy() - self.shape.center) / self.shape.scale
+            image_parts = parts if parts is not None and index == 0 else \
+                self.shape.vertex_parts[nearest_vertices(model_points, self.shape.vertices)]
+            points_t = torch.as_tensor(model_points, dtype=self.dtype)
+            skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
+                            self.neighbours)
+            with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
+                rest = self._move(zero[None], points_t, skin)
+            images.append((points_t, skin, rest))
+            if isinstance(self.motions, QuadraticMotions) and not output:
+                def moved(s):
+                    return self._reflect_vectors(index, self.scale * self._move(s[None], points_t, skin)[0])
+                firsts.append(torch.func.jacfwd(moved)(zero)[None])
+                seconds.append(torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
         field = None
-        if isinstance(self.motions, QuadraticMotions) and not output:
-            def moved(s):
-                return self.scale * self._move(s[None], points_t, skin)[0]
-            first, second = torch.func.jacfwd(moved)(zero)[None], torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None]
+        if firsts:
+            first, second = self._block_field(firsts, seconds)
             if self._frame is None:  # the mass points come first: their field fixes the floating frame
                 self._frame = (self._rigid_part(first), self._rigid_part(second))
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
-        self._skins[key] = (points_t, skin, rest, field)
+        self._skins[key] = (images, field)
+
+    def _reflect_vectors(self, index, u):
+        """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
+        return u if index == 0 else u * torch.as_tensor(self.mirrors.signs[index], dtype=u.dtype)
+
+    def _block_field(self, firsts, seconds):
+        """The blocks' fields (B, P, 3, k) and (B, P, 3, k, k) as one: Y side by side, Z block-diagonal."""
+        if len(firsts) == 1:
+            return firsts[0], seconds[0]
+        k = self.block
+        second = seconds[0].new_zeros(*seconds[0].shape[:3], self.reduced_size, self.reduced_size)
+        for index, block in enumerate(seconds):
+            second[..., index * k:(index + 1) * k, index * k:(index + 1) * k] = block
+        return torch.cat(firsts, -1), second
+
+    def _mirrored(self, s, images):
+        """sum_g g h (F(z(s_g), g x) - F(z(0), g x)) (B, P, 3): the raw mirrored displacement, world units."""
+        k, total = self.block, None
+        for index, (model_points, skin, rest) in enumerate(images):
+            moved = self._move(s[:, index * k:(index + 1) * k], model_points, skin)
+            term = self._reflect_vectors(index, self.scale * (moved - rest))
+            total = term if total is None else total + term
+        return total
 
     def _rigid_part(self, u):
         """(t, w) of the infinitesimal rigid motion t + w x r closest to the displacements u (B, P, 3, ...)
@@ -209,18 +265,17 @@ class NeuralBodyMap(KinematicMap):
     def deformed(self, s, points):
         """y(s) (B, P, 3): the points moved by the deformation alone, world units, body at rest pose,
         without its rigid part (mean-axis frame: sum m u = 0 and sum m r x u = 0 over the mass points)."""
-        model_points, skin, rest, field = self._skin(points)
+        images, field = self._skin(points)
         if field is not None:
             first, second = field
             return points + torch.einsum("bpik,bk->bpi", first, s) + 0.5 * torch.einsum("bpikl,bk,bl->bpi", second, s, s)
-        raw = self.scale * (self._move(s, model_points, skin) - rest)
+        raw = self._mirrored(s, images)
         if self._frame is not None:  # quadratic expansion, drawn points: the frame's own expansion
             (t1, w1), (t2, w2) = self._frame
             t = torch.einsum("bik,bk->bi", t1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", t2, s, s)
             w = torch.einsum("bik,bk->bi", w1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", w2, s, s)
         else:  # the network: the rigid part of the mass points' own displacement
-            mass_model, mass_skin, mass_rest, _ = self._skin(self.mass_points)
-            t, w = self._rigid_part(self.scale * (self._move(s, mass_model, mass_skin) - mass_rest))
+            t, w = self._rigid_part(self._mirrored(s, self._skin(self.mass_points)[0]))
         return points + raw - self._rigid_motion(points - self.center, t, w)
 
     def embed(self, q, points):
@@ -228,7 +283,7 @@ class NeuralBodyMap(KinematicMap):
         return q[:, None, :3] + (self.deformed(q[:, 6:], points) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, points):
-        field = self._skin(points)[3]
+        field = self._skin(points)[1]
         if field is None:
             return super().jacobian(q, points)
         first, second = field
@@ -236,7 +291,7 @@ class NeuralBodyMap(KinematicMap):
         return posed_jacobian(self.orientation, q, self.deformed(q[:, 6:], points) - self.center, r_s)
 
     def derivatives(self, q, q_dot, points):
-        field = self._skin(points)[3]
+        field = self._skin(points)[1]
         if field is None:
             return super().derivatives(q, q_dot, points)
         first, second = field
@@ -268,7 +323,7 @@ class NeuralBodyMap(KinematicMap):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
         u = y(s) - y(s_p), y(s) = xbar + Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network
         (exact) goes by autograd."""
-        field = self._skin(self.mass_points)[3]
+        field = self._skin(self.mass_points)[1]
         if field is None:
             return None
         first, second = field

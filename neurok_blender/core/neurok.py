@@ -29,17 +29,19 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .category import resolve_category
 from .checkpoint import load_model, read_checkpoint, resolve_device
 from .conditions import DEFORMABLE, Conditions
 from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mass_points import material_points
-from .mesh import bbox_diagonal, check_mesh, is_closed, loose_parts, signed_volume
+from .mesh import bbox_diagonal, check_mesh, signed_volume
+from .mirror import find_mirrors
 from .model import NeuROKModel, prepare_shape, shape_tensors
 from .neural import NeuralBodyMap
-from .reduction import active_subspace, drop_massless
+from .reduction import MAX_COORDINATES, Subspace, active_subspace, drop_massless
 from .rollout import rollout
-from .simulate import DTYPE, SimulationResult, environment, output_points, simulate
+from .simulate import DTYPE, SimulationResult, environment, lifted_onto_ground, output_points, simulate
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "neurok.pt"
 PULL_ITERATIONS = 30
@@ -147,16 +149,6 @@ def damping_rate(material: CategoryMaterial, damping: float, frequency: float) -
     return max(rate, material.least_damping_ratio * 2 * (2 * math.pi * frequency))
 
 
-def resolve_category(category: str, faces: np.ndarray, vertex_count: int) -> str:
-    """"auto" reads the mesh: an open surface is cloth, several loose pieces an articulated object,
-    anything else an elastic solid (a continuum body is never guessed: say so with the hint)."""
-    if category != "auto":
-        return category
-    if not is_closed(faces):
-        return "cloth"
-    return "articulated" if loose_parts(faces, vertex_count).max() > 0 else "elastic"
-
-
 class NeuROK:
     """The trained model with its per-category materials; ``simulate`` runs any mesh."""
 
@@ -191,7 +183,8 @@ class NeuROK:
             features, query_features, _ = shape_tensors(self.model, shape)
             prior_mean, tokens = self.model.prior(features)
         active = active_subspace(self.model, prior_mean, tokens, query_features)
-        points, masses, where = material_points(vertices, faces, conditions.mass)
+        mirrors = find_mirrors(vertices)
+        points, masses, where = material_points(vertices, faces, conditions.mass, mirrors=mirrors)
         frequency = material.frequency * math.sqrt(
             conditions.stiffness * solid_frequency_scale(material, vertices, faces, conditions.mass, where))
         probe = NeuralBodyMap(self.model, shape, active, points, masses, frequency, DTYPE, "exact")
@@ -199,6 +192,9 @@ class NeuROK:
         y_s = jacobian[0, :, :, 6:]
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
+        # one block of coordinates per mirror image (neural.py), MAX_COORDINATES in all: the blocks keep
+        # the directions that move the most mass
+        subspace = Subspace(subspace.basis[:max(1, MAX_COORDINATES // mirrors.size)], subspace.eigenvalues)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
         # a body that never yields flattens no footprint, and one that does gives nothing back
         yield_strain, rolling, restitution = None, 0.0, material.restitution
@@ -208,15 +204,17 @@ class NeuROK:
         ground = Environment.contact_stiffness  # without coordinates the rigid solver lands it on its stiff floor
         if subspace.size:
             ground = contact_stiffness(material, frequency, ground, ground_floor(conditions.gravity, vertices))
-        info = {"category": category, "reduced_coordinates": subspace.size, "captured": captured, "mass_at": where,
+        info = {"category": category, "reduced_coordinates": subspace.size * mirrors.size, "mirrors": mirrors.size,
+                "captured": captured, "mass_at": where,
                 "frequency": frequency, "damping": damping_rate(material, conditions.damping, frequency),
                 "yield_strain": yield_strain, "rolling_resistance": rolling,
-                "contact_restitution": contact_restitution(conditions.restitution, restitution),
+                "contact_restitution": contact_restitution(conditions.restitution or 0.0, restitution),
+                "impact_restitution": impact_restitution(conditions.restitution, category),
                 "contact_stiffness": ground}
         if subspace.size == 0:
             return None, info
         return NeuralBodyMap(self.model, shape, subspace, points, masses, frequency, DTYPE, conditions.expansion,
-                             yield_strain), info
+                             yield_strain, mirrors=mirrors), info
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
@@ -228,10 +226,14 @@ class NeuROK:
         conditions = conditions or Conditions()
         v, f = check_mesh(vertices, faces)
         conditions.check(len(v))
-        category = resolve_category(conditions.category, f, len(v))
+        v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
+        category, reason = resolve_category(conditions.category, v, f)
         if category == "rigid":
-            return simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
+            result = simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
+            result.info["lifted"] = lifted
+            return result
         kmap, info = self.body(v, f, conditions, category)
+        info["lifted"], info["category_reason"] = lifted, reason
         if kmap is None:  # the model sees no deformation of this mesh worth a coordinate
             rigid = dataclasses.replace(conditions, category="rigid", pull=None)
             result = simulate(v, f, rigid, progress, points, contact=ground_contact(None, info))
@@ -266,7 +268,8 @@ def ground_contact(kmap: NeuralBodyMap | None, info: dict) -> dict:
     from a rigid body's, the restitution of its give, its footprint's rolling lever and the ground's
     spring under it; a body without coordinates (no map) keeps its give alone, on the stiff floor.
     ``benchmarks/contact_ablation.py`` lands a rigid body with them."""
-    contact = {"restitution": info["contact_restitution"], "contact_stiffness": info["contact_stiffness"]}
+    contact = {"restitution": info["contact_restitution"], "impact_restitution": info["impact_restitution"],
+               "contact_stiffness": info["contact_stiffness"]}
     if kmap is not None:
         contact["rolling_lever"] = info["rolling_resistance"] * float(kmap.gyration)
     return contact
@@ -286,6 +289,15 @@ def contact_restitution(ground: float, body: float) -> float:
     only on a dead ground (the references'): on a ground that keeps everything it keeps everything too.
     """
     return ground + (1.0 - ground) * body
+
+
+def impact_restitution(restitution: float | None, category: str) -> float | None:
+    """The coefficient of restitution of the body's centre of mass (``LagrangianSystem.restitute``):
+    the user's, but none for cloth, which is limp and keeps nothing of a landing; None (the dead
+    ground of a replay) leaves the bounce to the contact and the material."""
+    if restitution is None:
+        return None
+    return 0.0 if category == "cloth" else restitution
 
 
 def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np.ndarray):

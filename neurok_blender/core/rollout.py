@@ -54,7 +54,7 @@ def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None)
     (second order) at about five evaluations each. Articulated links at ten times critical damping,
     4020 /s against a 316 rad/s contact, take 168 RK4 steps a frame or 27 leapfrog ones: 25 held-out
     replays (at five times critical) in 1993 s of one core with RK4 and 987 s with leapfrog, at the
-    same error (README). Where the springs set the steps RK4 is the cheaper (elastic held-out replays
+    same error (docs/physics.md). Where the springs set the steps RK4 is the cheaper (elastic held-out replays
     took 1.4 times as long with leapfrog)."""
     return method if method != AUTO else cheaper_method(*system.fastest_rates(q))
 
@@ -148,6 +148,7 @@ def rollout(
     system.map.attach(output_points, output=True)
     dt = 1.0 / fps
     q, q_dot, refined = q0, q_dot0, 0
+    incoming = torch.full((q.shape[0],), torch.nan, dtype=q.dtype)  # an impact's incoming speed (restitute)
     work = torch.zeros(q.shape[0], dtype=q.dtype)
     dissipated = torch.zeros_like(work)
     rows = []
@@ -174,10 +175,10 @@ def rollout(
         snapshot = system.map.snapshot()
         while True:
             system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
-            advanced = advance_frame(system, q, q_dot, (frame - 1) * dt, dt, steps, frame_method)
+            advanced = advance_frame(system, q, q_dot, incoming, (frame - 1) * dt, dt, steps, frame_method)
             if advanced is not None:
                 energy = system.energies(advanced[0], advanced[1])
-                new_work, new_dissipated = work + advanced[2], dissipated + advanced[3]
+                new_work, new_dissipated = work + advanced[3], dissipated + advanced[4]
                 new_balance = _stored(energy) - new_work + new_dissipated - total0
                 if bool(((new_balance - balance).abs() <= EXPLOSION * scale).all()):
                     break
@@ -187,7 +188,8 @@ def rollout(
                                       f"even with {steps} steps")
             steps *= 2
         refined += steps > base
-        q, q_dot, work, dissipated, balance = advanced[0], advanced[1], new_work, new_dissipated, new_balance
+        q, q_dot, incoming = advanced[:3]
+        work, dissipated, balance = new_work, new_dissipated, new_balance
         scale = torch.maximum(scale, _energy_scale(energy, work, dissipated))
         record(energy)
         if progress is not None and progress(frame, frames - 1) is False:
@@ -229,23 +231,26 @@ def _energy_floor(system: LagrangianSystem):
     return system.masses.sum(-1) * (system.gravity.norm() * size + 1.0)
 
 
-def advance_frame(system: LagrangianSystem, q, q_dot, start: float, dt: float, steps: int, method: str):
-    """One frame in ``steps`` equal steps, recentering the chart as it goes and letting the map flow
-    after each step (its plastic return, booked as dissipated): (q, q_dot, work, dissipated), or None
-    if the state went non-finite (the caller redoes the frame with more steps: a stiff moment, a hard
-    impact or the wall, needs them where the rest of the run does not)."""
+def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt: float, steps: int, method: str):
+    """One frame in ``steps`` equal steps, recentering the chart as it goes and, after each step,
+    applying the impact law (``LagrangianSystem.restitute``, ``incoming`` its state) and letting the
+    map flow (its plastic return), both booked as dissipated: (q, q_dot, incoming, work, dissipated),
+    or None if the state went non-finite (the caller redoes the frame with more steps: a stiff moment,
+    a hard impact or the wall, needs them where the rest of the run does not)."""
     h = dt / steps
     work = dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
     drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
     for sub in range(steps):
         t0 = start + sub * h
         system.set_interval(t0, t0 + h)
+        before = q_dot
         q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
         if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
             return None
-        work, dissipated = work + dw, dissipated + dd + system.map.flow(q)
+        q_dot, incoming, impact = system.restitute(q, q_dot, incoming, before)
+        work, dissipated = work + dw, dissipated + dd + impact + system.map.flow(q)
         drift += system.map.chart_speed(q_dot) * h
         if drift > MAX_CHART_DRIFT or sub == steps - 1:
             q, q_dot = system.map.recenter(q, q_dot)
             drift = 0.0
-    return q, q_dot, work, dissipated
+    return q, q_dot, incoming, work, dissipated

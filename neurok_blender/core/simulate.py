@@ -55,6 +55,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
+    v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
     if conditions.category in DEFORMABLE:
         raise ValueError(f"category {conditions.category!r} deforms: that needs the neural model, "
                          "NeuROK.load().simulate(...); this function moves the body rigidly")
@@ -72,7 +73,27 @@ def simulate(vertices, faces, conditions: Conditions | None = None,
     trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
                          output_points=output_points(v if points is None else points), substeps=conditions.substeps,
                          progress=progress)
-    return SimulationResult.from_trajectory(trajectory)
+    return SimulationResult.from_trajectory(trajectory, {"category": "rigid", "lifted": lifted})
+
+
+def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
+    """A body that starts (partly) below the ground, moved up by the depth d of its lowest vertex so
+    that it starts on it: (vertices, points, conditions with the forces' points moved along, d in m).
+
+    Left where it is, the ground's spring would push it out with the energy k d^2 / 2 per unit mass,
+    at about d sqrt(k) = 316 d /s on the stiff floor: Blender's default cube, half in the ground,
+    left at about 100 m/s. d = 0 for a body above the ground or without one.
+    """
+    if conditions.ground_height is None:
+        return vertices, points, conditions, 0.0
+    depth = float(conditions.ground_height - vertices[:, 2].min())
+    if depth <= 0:
+        return vertices, points, conditions, 0.0
+    up = np.array([0.0, 0.0, depth])
+    forces = [force if force.point is None else replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
+              for force in conditions.forces]
+    return (vertices + up, None if points is None else np.asarray(points, dtype=np.float64) + up,
+            replace(conditions, forces=forces), depth)
 
 
 def output_points(points):
@@ -101,7 +122,8 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         gravity=torch.as_tensor(conditions.gravity, dtype=DTYPE),
         ground_height=ground,
         friction=conditions.friction,
-        restitution=conditions.restitution,
+        restitution=0.0 if conditions.restitution is None else conditions.restitution,
+        impact_restitution=conditions.restitution,
         drag=conditions.drag,
         contact_points=tensor(contact, 3),
         contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),

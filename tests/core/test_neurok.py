@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from neurok_blender.core import Conditions, Force, Pull
+from neurok_blender.core.category import resolve_category
 from neurok_blender.core.checkpoint import save_checkpoint
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.neurok import (CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, ground_contact,
-                                        ground_floor, resolve_category)
+                                        ground_floor)
 from neurok_blender.core.simulate import simulate
 from training.shapes.solids import uv_sphere
 
@@ -58,13 +59,19 @@ def test_loading_names_the_file_when_it_is_missing_or_uncalibrated(tmp_path):
         NeuROK.load(tmp_path / "perpetual.pt")
 
 
-def test_auto_reads_the_mesh():
+def test_auto_reads_the_mesh_and_says_why():
     v, f = BOX
-    assert resolve_category("auto", f, len(v)) == "elastic"
-    assert resolve_category("auto", f[:-2], len(v)) == "cloth"  # a box with a hole is a shell
-    two = np.concatenate([f, f + len(v)])
-    assert resolve_category("auto", two, 2 * len(v)) == "articulated"
-    assert resolve_category("continuum", f, len(v)) == "continuum"
+    assert resolve_category("auto", v, f) == ("elastic", "auto chose elastic: a closed solid")
+    category, reason = resolve_category("auto", v, f[:-2])  # a box without a face is open
+    assert category == "cloth" and "openings span" in reason
+    split = v[f].reshape(-1, 3)  # every triangle with vertices of its own, as importers split seams
+    assert resolve_category("auto", split, np.arange(len(split)).reshape(-1, 3))[0] == "elastic"
+    apart = np.concatenate([v, v + 2.0])  # two boxes of one size: parts on hinges
+    assert resolve_category("auto", apart, np.concatenate([f, f + len(v)]))[0] == "articulated"
+    with_eye = np.concatenate([v, 0.2 * v + 2.0])  # a small part rides on the main one: a solid
+    category, reason = resolve_category("auto", with_eye, np.concatenate([f, f + len(v)]))
+    assert category == "elastic" and "2 loose parts" in reason
+    assert resolve_category("continuum", v, f) == ("continuum", "")
 
 
 def test_a_dropped_body_falls_at_g_and_deforms(neurok):
@@ -212,8 +219,8 @@ def test_a_rigid_body_lands_with_a_deforming_ones_contact(neurok):
                   restitution=0.0, friction=1.0)
     kmap, info = neurok.body(v, f, Conditions(**common, category="continuum"), "continuum")
     contact = ground_contact(kmap, info)
-    assert contact == {"restitution": info["contact_restitution"], "contact_stiffness": info["contact_stiffness"],
-                       "rolling_lever": pytest.approx(float(kmap.gyration))}
+    assert contact == {"restitution": info["contact_restitution"], "impact_restitution": 0.0,
+                       "contact_stiffness": info["contact_stiffness"], "rolling_lever": pytest.approx(float(kmap.gyration))}
     rolled = {}
     for name, given in (("plain", None), ("footprint", contact)):
         result = simulate(v, f, Conditions(**common, category="rigid"), contact=given)

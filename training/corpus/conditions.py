@@ -43,11 +43,12 @@ def random_conditions(rng, vertices) -> Conditions:
         direction = rng.normal(size=3)
         size = float(np.ptp(vertices, axis=0).max())
         pull = Pull(sorted(int(i) for i in handle), tuple(direction / np.linalg.norm(direction) * size * rng.uniform(0.05, 0.25)))
-    # MuJoCo's contacts here are critically damped (restitution 0); friction is the ground's
+    # MuJoCo's contacts here are critically damped: a dead ground (restitution None), on which a body
+    # bounces as its material gives; friction is the ground's
     return Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=mass, forces=forces, pull=pull,
                       velocity=(rng.normal(0, 0.7), rng.normal(0, 0.7), rng.uniform(-1.0, 1.5)),
                       angular_velocity=tuple(rng.normal(0, 2.5, size=3)), friction=float(rng.uniform(0.2, 1.0)),
-                      restitution=0.0)
+                      restitution=None)
 
 
 def nudged(conditions: Conditions, nudge: float) -> Conditions:
@@ -67,6 +68,7 @@ def conditions_of(sequence, **changes) -> Conditions:
     d = {k: v for k, v in sequence.conditions.items()
          if k in Conditions.__dataclass_fields__ and k not in SOLVER_SETTINGS}
     d["forces"] = [Force(**f) for f in d.get("forces", [])]
+    d["restitution"] = None  # every reference's ground is dead, whatever a stored corpus says (0.0)
     d["pull"] = Pull(**d["pull"]) if d.get("pull") else None
     for name in ("gravity", "velocity", "angular_velocity"):
         d[name] = tuple(d[name])
