@@ -15,21 +15,26 @@ def _classes():
 def register():
     import bpy
 
-    from . import job, properties
+    from . import job, point_cache, properties
 
     for cls in _classes():
         bpy.utils.register_class(cls)
     properties.attach()
     bpy.app.handlers.load_pre.append(job.cancel_on_file_load)
+    for handlers in (bpy.app.handlers.undo_post, bpy.app.handlers.redo_post):
+        handlers.append(point_cache.restore_cleared_caches)
 
 
 def unregister():
     import bpy
 
-    from . import job, properties
+    from . import job, point_cache, properties
 
     if job.cancel_on_file_load in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(job.cancel_on_file_load)
+    for handlers in (bpy.app.handlers.undo_post, bpy.app.handlers.redo_post):
+        if point_cache.restore_cleared_caches in handlers:
+            handlers.remove(point_cache.restore_cleared_caches)
     if job.running() is not None:  # disabling the add-on mid-solve: stop it, bake nothing
         job.running().cancel()
     properties.detach()

@@ -9,6 +9,7 @@ file never stops a batch: each is reported, and a summary lists what failed and 
 """
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -40,12 +41,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--damping", type=float, help="1 is the category's default material")
     p.add_argument("--plasticity", type=float, help="1 is the category's default material, 0 never yields (nor resists rolling)")
     p.add_argument("--mass", type=float, help="total mass, kg")
+    p.add_argument("--friction", type=float, help="Coulomb friction coefficient against the ground")
+    p.add_argument("--bounciness", type=float, help="coefficient of restitution against the ground, 0..1: a body "
+                                                     "dropped from h bounces back to bounciness^2 h (cloth: none)")
+    p.add_argument("--drag", type=float, help="linear air drag per unit mass, 1/s")
+    p.add_argument("--fps", type=float, help="frames per second of the scene (and the bake)")
+    p.add_argument("--threads", type=int, help="CPU threads of the solver (default: the preferences', else 1)")
     p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
     return top
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        raise SystemExit(f"--threads must be at least 1, got {args.threads}")
     jobs = plan(args.input, args.out, args.format)
     failed = []
     for index, (source, target) in enumerate(jobs, 1):
@@ -86,6 +95,7 @@ def simulate_file(source: Path, target: Path, args) -> str:
     import bpy
 
     from . import api
+    from .preferences import solver_options
 
     _ensure_registered()
     load(source)
@@ -98,7 +108,11 @@ def simulate_file(source: Path, target: Path, args) -> str:
         if done == frames or done % max(1, frames // 10) == 0:
             print(f"    frame {done}/{frames}", flush=True)
 
-    summary = api.simulate_object(obj, progress=progress if total > 0 else None)
+    options = solver_options()
+    if args.threads is not None:
+        options = dataclasses.replace(options, threads=args.threads)
+    summary = api.simulate_object(obj, progress=progress if total > 0 else None, options=options,
+                                  announce=lambda text: print(f"    {text}", flush=True))
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() == ".blend":
         bpy.ops.wm.save_as_mainfile(filepath=str(target.resolve()), copy=True)
@@ -142,9 +156,23 @@ def apply_settings(obj, scene, args) -> None:
         if args.frames < 2:
             raise ValueError(f"--frames must be at least 2, got {args.frames}")
         s.frame_end = s.frame_start + args.frames - 1
-    for name in ("velocity", "angular_velocity", "category", "stiffness", "damping", "plasticity", "mass"):
+    for name in ("velocity", "angular_velocity", "category"):
         if getattr(args, name) is not None:
             setattr(s, name, getattr(args, name))
+    for flag, name in (("stiffness", "stiffness"), ("damping", "damping"), ("plasticity", "plasticity"),
+                       ("mass", "mass"), ("friction", "friction"), ("drag", "drag"), ("bounciness", "restitution")):
+        value = getattr(args, flag)
+        if value is not None:
+            low, high = s.bl_rna.properties[name].hard_min, s.bl_rna.properties[name].hard_max
+            if not low <= value <= high:  # Blender would clamp it without a word
+                bounds = f"at least {low:g}" if high > 1e30 else f"in [{low:g}, {high:g}]"
+                raise ValueError(f"--{flag} must be {bounds}, got {value}")
+            setattr(s, name, value)
+    if args.fps is not None:
+        if not args.fps > 0:
+            raise ValueError(f"--fps must be positive, got {args.fps}")
+        scene.render.fps = max(1, round(args.fps))  # Blender's frame rate is fps / fps_base
+        scene.render.fps_base = scene.render.fps / args.fps
     if args.gravity is not None:
         scene.use_gravity, scene.gravity = True, args.gravity
     if args.ground is not None:

@@ -6,6 +6,7 @@ Simulate does) or inline (batch work, the console). Nothing in the scene changes
 a cancelled or failed solve leaves the scene exactly as it was.
 """
 
+import dataclasses
 import functools
 import threading
 import time
@@ -17,11 +18,11 @@ import numpy as np
 
 from . import output
 from .preferences import SolverOptions, solver_options
-from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, transform, unit_scale
+from .estimate import BakeEstimate
+from .handoff import HandOff, at_frame, read_hand_off
+from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, unit_scale
 
 MAX_SHAPE_KEY_BYTES = 512 * 2**20  # beyond this a .blend of shape keys gets slow to save, load and play
-
-
 @dataclass
 class SimulationJob:
     target: object  # the bpy Object; it may be deleted or renamed while the solve runs
@@ -32,15 +33,16 @@ class SimulationJob:
     triangles: np.ndarray
     points: np.ndarray  # world, metres: the base-mesh vertices the bake moves
     conditions: object  # core.Conditions
-    world: np.ndarray
+    hand_off: HandOff  # the object's own transform and shape keys over the baked frames
     scale: float  # metres per scene unit
     options: SolverOptions
     notes: tuple[str, ...] = ()  # said with the summary: what the artist asked for and did not get
     seconds: float = 0.0
 
     @classmethod
-    def read(cls, obj) -> "SimulationJob":
-        """Everything the solve needs, copied out of Blender; ValueError says what is wrong."""
+    def read(cls, obj, options: SolverOptions | None = None) -> "SimulationJob":
+        """Everything the solve needs, copied out of Blender; ValueError says what is wrong.
+        ``options`` overrides the preferences (the command line's ``--threads``)."""
         scene = bpy.context.scene
         check_target(obj)
         start, end = frame_range(obj, scene)
@@ -48,18 +50,25 @@ class SimulationJob:
         if obj.neurok.output == "SHAPE_KEYS" and size > MAX_SHAPE_KEY_BYTES:
             raise ValueError(f"shape keys of {len(obj.data.vertices):,} vertices over {end - start + 1} frames would "
                              f"add {size / 2**30:.1f} GB to the file: set Bake To: Point Cache, or fewer frames")
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        vertices, triangles, base, world = read_rest_mesh(obj, depsgraph)
+        with at_frame(obj, scene, start):
+            vertices, triangles, base = read_rest_mesh(obj, bpy.context.evaluated_depsgraph_get())
+            hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
-        options = solver_options()
+        conditions = dataclasses.replace(
+            conditions, velocity=tuple(np.add(conditions.velocity, hand_off.velocity * scale)),
+            angular_velocity=tuple(np.add(conditions.angular_velocity, hand_off.angular_velocity)))
+        options = options or solver_options()
         return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
                    vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
-                   world=world, scale=scale, options=options, notes=_device_notes(options))
+                   hand_off=hand_off, scale=scale, options=options, notes=_device_notes(options) + hand_off.notes)
 
     @property
     def frames(self) -> int:
         return self.conditions.frames
+
+    def estimate(self) -> BakeEstimate:
+        return BakeEstimate.of(len(self.points), self.frames, self.conditions.category != "rigid")
 
     def solve(self, progress: Callable[[int, int], bool | None] | None = None):
         """Run the solver (any thread). ``progress(done, total)`` returning False cancels
@@ -68,8 +77,7 @@ class SimulationJob:
 
         from .core import simulate
 
-        if self.options.threads:
-            torch.set_num_threads(self.options.threads)
+        torch.set_num_threads(self.options.torch_threads)
         began = time.perf_counter()
         solver = simulate if self.conditions.category == "rigid" else load_model(self.options).simulate
         result = solver(self.vertices, self.triangles, self.conditions, progress=progress, points=self.points)
@@ -79,11 +87,21 @@ class SimulationJob:
     def bake(self, result) -> str:
         """Write ``result`` into the object (main thread); returns a one-line summary."""
         obj = self._live_target()
-        local = transform(result.positions.astype(np.float64) / self.scale, np.linalg.inv(self.world))
+        rotations = result.pose.get("rotation", np.repeat(np.eye(3)[None], self.frames, 0))
+        local = self.hand_off.local_positions(result.positions / np.float32(self.scale), rotations)
         output.bake(obj, local, self.start)
         end = self.start + self.frames - 1
         return "; ".join((f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
-                          f"{result.info['category']} in {self.seconds:.1f} s", *self.notes))
+                          f"{result.info['category']} in {self.seconds:.1f} s", *self.notes, *self._solver_notes(result)))
+
+    def _solver_notes(self, result) -> list[str]:
+        """What the solver chose that the artist did not set: why auto chose the category, and a lift
+        out of the ground."""
+        notes = [result.info["category_reason"]] if result.info.get("category_reason") else []
+        lifted = result.info.get("lifted", 0.0)
+        if lifted > 1e-4 * np.ptp(self.vertices, axis=0).max():
+            notes.append(f"it started {lifted:.3g} m inside the ground, so it was lifted onto it")
+        return notes
 
     def _live_target(self):
         """The object to bake into, or ValueError if it went away or changed while the solve ran.

@@ -22,5 +22,5 @@ def clear(obj) -> str:
     keys = clear_bake(obj)
     obj.neurok.is_baked = False
     if cache:
-        return "removed the point-cache modifier"
+        return "removed the point-cache modifier and its file"
     return f"removed {keys} baked shape keys"

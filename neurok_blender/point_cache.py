@@ -63,12 +63,43 @@ def bake_point_cache(obj, local_positions: np.ndarray, frame_start: int, folder:
 
 
 def clear_point_cache(obj) -> bool:
-    """Remove the modifier the last point-cache bake added (the file stays for undo); True if removed."""
+    """Remove the modifier the last point-cache bake added and its file; True if removed. The file's
+    bytes are kept in memory (``_cleared``), so undoing the Clear finds the file again."""
     settings = obj.neurok
     modifier = obj.modifiers.get(settings.bake_modifier) if settings.bake_modifier else None
     removed = modifier is not None and modifier.type == "MESH_CACHE"
     if removed:
         obj.modifiers.remove(modifier)
+        _remove_file(settings.bake_cache_file)
     settings.bake_modifier = ""
     settings.bake_cache_file = ""
     return removed
+
+
+# Cache files Clear deleted, newest last, so that undo can write them back: path -> bytes, at most
+# UNDO_BYTES together (the oldest go first; a cache larger than that alone is not kept).
+UNDO_BYTES = 2**30
+_cleared: dict[str, bytes] = {}
+
+
+def _remove_file(path: str) -> None:
+    if not path or not os.path.isfile(path):
+        return
+    with open(path, "rb") as fh:
+        content = fh.read()
+    os.remove(path)
+    _cleared.pop(path, None)
+    _cleared[path] = content
+    while sum(map(len, _cleared.values())) > UNDO_BYTES:
+        _cleared.pop(next(iter(_cleared)))
+
+
+@bpy.app.handlers.persistent
+def restore_cleared_caches(*_):
+    """After an undo or redo: write back the files of NeuROK cache modifiers that Clear deleted."""
+    for obj in bpy.data.objects:
+        for modifier in getattr(obj, "modifiers", ()):
+            path = getattr(modifier, "filepath", "")
+            if modifier.type == "MESH_CACHE" and path in _cleared and not os.path.exists(path):
+                with open(path, "wb") as fh:
+                    fh.write(_cleared[path])

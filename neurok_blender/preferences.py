@@ -24,7 +24,9 @@ class NeurokPreferences(bpy.types.AddonPreferences):
                                                                for k, v in DEVICES.items()],
                          description="Where the solver runs")
     threads: IntProperty(name="CPU Threads", default=0, min=0, soft_max=64,
-                         description="Threads PyTorch uses on the CPU; 0 uses all cores")
+                         description="Threads PyTorch uses on the CPU; 0 picks one: the solver's steps are "
+                                     "small, and more threads wait on each other whenever another program "
+                                     "uses the CPU")
     weights: StringProperty(name="Weights", subtype="FILE_PATH", default="",
                             description="A checkpoint of your own (from training/train.py) instead of the "
                                         "weights shipped with the add-on; empty uses the shipped ones")
@@ -44,11 +46,21 @@ class NeurokPreferences(bpy.types.AddonPreferences):
         layout.label(text=f"Cache: {cache_folder()}", icon="FILE_FOLDER")
 
 
+# The solver's steps are small tensor operations (tens of generalized coordinates, hundreds of points):
+# threads that share them wait on each other at every operation, and when another program holds a core
+# they wait for it (docs/performance.md).
+AUTO_THREADS = 1
+
+
 @dataclass(frozen=True)
 class SolverOptions:
     device: str = "auto"
-    threads: int = 0
+    threads: int = 0  # 0: AUTO_THREADS
     weights: str | None = None  # None: the shipped weights
+
+    @property
+    def torch_threads(self) -> int:
+        return self.threads or AUTO_THREADS
 
 
 def _preferences():

@@ -21,8 +21,8 @@ INTEGRATORS = {
 
 # Identifiers match core.conditions.CATEGORIES (a test checks it).
 CATEGORIES = {
-    "auto": "Read the mesh: an open surface is cloth, several loose parts an articulated object, "
-            "anything else an elastic solid",
+    "auto": "Read the mesh: an open sheet is cloth, solid parts of comparable size an articulated object, "
+            "any other solid (small openings or small extra parts included) elastic; the report says why",
     "elastic": "A volumetric elastic body, jelly to rubber",
     "cloth": "Cloth or a thin shell",
     "continuum": "A soft continuum body: snow, clay, sand",
@@ -129,9 +129,10 @@ class NeurokSettings(bpy.types.PropertyGroup):
     friction: FloatProperty(name="Friction", default=0.5, min=0.0, soft_max=2.0,
                             description="Coulomb friction coefficient against the ground")
     restitution: FloatProperty(name="Bounciness", default=0.3, min=0.0, max=1.0,
-                               description="Fraction of the normal speed kept after hitting the ground "
-                                           "(0 is as damped as the time step allows); a learned body that "
-                                           "never yields adds its material's own give")
+                               description="Coefficient of restitution against the ground: the body leaves "
+                                           "each impact at this fraction of the speed it hit with, so dropped "
+                                           "from a height it bounces back to Bounciness squared of it (0.5: "
+                                           "a quarter). Cloth does not bounce")
     drag: FloatProperty(name="Air Drag", default=0.0, min=0.0, soft_max=5.0,
                         description="Linear air drag per unit mass (1/s)")
     integrator: EnumProperty(name="Integrator", default="auto",

@@ -10,7 +10,8 @@ def check_target(obj) -> None:
     if obj is None:
         raise ValueError("No active object: select a mesh to simulate")
     if obj.type != "MESH":
-        raise ValueError(f"'{obj.name}' is a {obj.type.lower()}, not a mesh")
+        kind = obj.type.lower().replace("_", " ")
+        raise ValueError(f"'{obj.name}' is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a mesh")
     if obj.library is not None or obj.data.library is not None:
         raise ValueError(f"'{obj.name}' is linked from a library; make it local to bake shape keys on it")
     if obj.data.users > 1:
@@ -20,6 +21,24 @@ def check_target(obj) -> None:
         raise ValueError("leave Edit Mode before simulating")
     if len(obj.data.vertices) == 0:
         raise ValueError(f"'{obj.name}' has no vertices")
+
+
+FARTHEST = 1e9  # scene units: Blender stores an infinite location as 3.4e38, which float32 frames cannot hold
+
+
+def check_transform(name: str, world: np.ndarray) -> None:
+    """Raise ValueError for a world matrix the solve cannot use: not finite (or beyond FARTHEST), or
+    scaled to (near) zero along an axis (its column's length below 1e-9 of the largest; the bake maps
+    world positions back to the object through its inverse)."""
+    if not (np.isfinite(world).all() and np.abs(world).max() < FARTHEST):
+        raise ValueError(f"'{name}' has a location, rotation or scale that is not a finite number "
+                         f"(or beyond {FARTHEST:.0e}): fix its transform before simulating")
+    scales = np.linalg.norm(world[:3, :3], axis=0)
+    flat = [axis for axis, length in zip("XYZ", scales) if not length > 1e-9 * max(scales.max(), 1e-300)]
+    if flat:
+        scale = ", ".join(f"{s:.3g}" for s in scales)
+        raise ValueError(f"'{name}' is scaled to zero along {', '.join(flat)} (scale {scale}): "
+                         "give it a non-zero scale before simulating")
 
 
 def frame_range(obj, scene) -> tuple[int, int]:
@@ -123,7 +142,8 @@ def unit_scale(scene) -> float:
 
 def read_rest_mesh(obj, depsgraph):
     """World-space evaluated vertices (V, 3) and triangles (F, 3) with our own bake muted, and the
-    reference-key (or plain) vertices of the base mesh in world space, which the bake will move."""
+    reference-key (or plain) vertices of the base mesh in world space, which the bake will move (the
+    object's own shape keys are added on top at playback, ``handoff.py``)."""
     ours = [b for b in (obj.data.shape_keys.key_blocks if obj.data.shape_keys else []) if b.name.startswith(KEY_PREFIX)]
     was_muted = [b.mute for b in ours]
     try:
@@ -139,13 +159,14 @@ def read_rest_mesh(obj, depsgraph):
         finally:
             evaluated.to_mesh_clear()
         world = np.array(evaluated.matrix_world, dtype=np.float64)
+        check_transform(obj.name, world)
     finally:
         for b, muted in zip(ours, was_muted):
             b.mute = muted
         depsgraph.update()
     key = obj.data.shape_keys
     base = _read(key.reference_key.data if key else obj.data.vertices, "co", 3, np.float64)
-    return transform(vertices, world), triangles, transform(base, world), world
+    return transform(vertices, world), triangles, transform(base, world)
 
 
 def vertex_group_indices(obj, name: str) -> np.ndarray:

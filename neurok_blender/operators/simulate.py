@@ -10,6 +10,9 @@ class NEUROK_OT_simulate(bpy.types.Operator):
     bl_label = "Simulate"
     bl_options = {"REGISTER", "UNDO"}
 
+    confirmed: bpy.props.BoolProperty(options={"HIDDEN", "SKIP_SAVE"},
+                                      description="The artist agreed to a large bake in the dialog")
+
     @classmethod
     def poll(cls, context):
         if context.active_object is None:
@@ -21,26 +24,36 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        """Inline: scripts, batch mode and ``bpy.ops.neurok.simulate()`` get the bake when the call returns."""
+        """Inline: scripts, batch mode and ``bpy.ops.neurok.simulate()`` get the bake when the call returns.
+        After the large-bake dialog (``invoke``) the solve goes to the background as from the button."""
+        if self.confirmed and not bpy.app.background:
+            return self._start(context, self._checked(lambda: job.SimulationJob.read(context.active_object)))
         background = bpy.app.background
 
         def progress(done, total):
             if background and (done == total or done % max(1, total // 10) == 0):
                 print(f"NeuROK: frame {done}/{total}", flush=True)
 
-        return self._report(lambda: api.simulate_object(context.active_object, progress=progress))
+        return self._report(lambda: api.simulate_object(context.active_object, progress=progress,
+                                                        announce=lambda text: print(text, flush=True)))
 
     def invoke(self, context, event):
-        """From the button: the solve runs on a worker thread, the interface stays live, Esc cancels."""
+        """From the button: the solve runs on a worker thread, the interface stays live, Esc cancels.
+        A bake estimated to take long or much memory asks first, with the estimate."""
         if bpy.app.background:
             return self.execute(context)
-        try:
-            self._solve = job.start(job.SimulationJob.read(context.active_object))
-        except ImportError as error:
-            self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
-            return {"CANCELLED"}
-        except ValueError as error:
-            self.report({"ERROR"}, str(error))
+        simulation = self._checked(lambda: job.SimulationJob.read(context.active_object))
+        if simulation is not None and simulation.estimate().large:
+            self.confirmed = True  # execute() starts it when the artist agrees
+            return context.window_manager.invoke_confirm(
+                self, event, title="Large bake", confirm_text="Simulate", icon="WARNING",
+                message=f"Simulating '{simulation.name}' will take {simulation.estimate()}.")
+        return self._start(context, simulation)
+
+    def _start(self, context, simulation):
+        """Solve ``simulation`` on a worker thread with a progress bar (nothing to start: cancelled)."""
+        self._solve = None if simulation is None else self._checked(lambda: job.start(simulation))
+        if self._solve is None:
             return {"CANCELLED"}
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.1, window=context.window)
@@ -79,18 +92,22 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         context.workspace.status_text_set(None)
         _redraw_sidebars(context)
 
-    def _report(self, work):
+    def _checked(self, work):
+        """``work()``, or None with the reason reported."""
         try:
-            summary = work()
+            return work()
         except ImportError as error:
             self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
-            return {"CANCELLED"}
         except (ValueError, RuntimeError) as error:
             self.report({"ERROR"}, str(error))
+        return None
+
+    def _report(self, work):
+        summary = self._checked(work)
+        if summary is None:
             return {"CANCELLED"}
         self.report({"INFO"}, summary)
         return {"FINISHED"}
-
 
 def _redraw_sidebars(context):
     for area in context.screen.areas if context.screen else ():
