@@ -77,7 +77,7 @@ A SOLID category's bodies last get the ground's spring under them, at most c ome
 (``neurok.contact_stiffness``), c chosen from CONTACT_RATIOS (None keeps the stiff floor) by vertex
 error: a soft body lands on a patch of itself that gives, which its few learned coordinates cannot
 make (continuum, on the same 8: 0.3073 stiff, 0.3050 at 64, 0.3007 at 16, 0.3135 at 4; on 13 other
-training jellies, scratch, at 2 s: 0.825 stiff, 0.815 at 64, 0.681 at 16, 0.720 at 4; elastic, on its
+training jellies, one run, at 2 s: 0.825 stiff, 0.815 at 64, 0.681 at 16, 0.720 at 4; elastic, on its
 10: 0.3916 stiff and the same at 64 and 16, where the floor's spring is the softer for all ten,
 0.4112 at 4, so the stiff floor stays).
 Training sequences, so the held-out ones stay unseen for the benchmarks.

@@ -21,7 +21,7 @@ def test_tets_fill_the_surface_and_embed_it_exactly(blob, method, tmp_path, monk
     v, f, layered = blob
     monkeypatch.chdir(tmp_path)
     points, tets = layered if method == "layered" else tetrahedralize(v, f, 0.3)
-    assert not any(tmp_path.iterdir())  # TetWild's surface copy stays in its scratch folder
+    assert not any(tmp_path.iterdir())  # TetWild's surface copy stays in its temporary folder
     volumes = tet_volumes(points, tets)
     assert (volumes > 0).all()
     a, b, c = (v[f[:, k]] for k in range(3))

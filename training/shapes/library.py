@@ -23,7 +23,7 @@ import numpy as np
 from neurok_blender.core.mesh import is_closed, loose_parts, signed_volume, triangle_areas
 
 from .geometry import surface_distance
-from .tetra import tet_volumes, tetwild_scratch
+from .tetra import tet_volumes, tetwild_quietly
 
 EXTENT = 0.5  # m: largest bounding-box side, the middle of the superquadrics' 0.2-0.8 m
 HELDOUT_EVERY = 10  # blob indices divisible by this are held out
@@ -361,7 +361,7 @@ def _tetwild(vertices, faces, envelope):
     """Positively oriented tets filling the inside of the triangles (winding number above 1/2)."""
     import wildmeshing
 
-    with tetwild_scratch():
+    with tetwild_quietly():
         tet = wildmeshing.Tetrahedralizer(edge_length_r=EDGE_LENGTH, epsilon=envelope, max_threads=1)
         tet.set_log_level(6)
         tet.set_mesh(vertices, faces.astype(np.int32))

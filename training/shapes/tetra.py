@@ -18,7 +18,7 @@ def tetrahedralize(vertices: np.ndarray, faces: np.ndarray, edge_length: float =
     """Tets filling the surface; ``edge_length`` is relative to the bounding-box diagonal."""
     import wildmeshing
 
-    with tetwild_scratch():
+    with tetwild_quietly():
         tet = wildmeshing.Tetrahedralizer(stop_quality=10, edge_length_r=edge_length, max_threads=1)
         tet.set_log_level(6)
         tet.set_mesh(np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int32))
@@ -92,14 +92,14 @@ def embed(points: np.ndarray, tet_points: np.ndarray, tets: np.ndarray, chunk: i
 
 
 @contextlib.contextmanager
-def tetwild_scratch():
-    """Run TetWild quietly in a scratch folder: it prints its progress from C++ to file descriptors 1
+def tetwild_quietly():
+    """Run TetWild quietly in a temporary folder: it prints its progress from C++ to file descriptors 1
     and 2, past Python's sys.stdout/stderr, and writes __tracked_surface.stl into the working
     directory. Python exceptions still rise."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
-    with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch), open(os.devnull, "w") as null:
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), open(os.devnull, "w") as null:
         os.dup2(null.fileno(), 1)
         os.dup2(null.fileno(), 2)
         try:
