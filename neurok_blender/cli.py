@@ -159,8 +159,8 @@ def apply_settings(obj, scene, args) -> None:
     for name in ("velocity", "angular_velocity", "category"):
         if getattr(args, name) is not None:
             setattr(s, name, getattr(args, name))
-    for flag, name in (("stiffness", "stiffness"), ("damping", "damping"), ("plasticity", "plasticity"),
-                       ("mass", "mass"), ("friction", "friction"), ("drag", "drag"), ("bounciness", "restitution")):
+    for flag in ("stiffness", "damping", "plasticity", "mass", "friction", "drag", "bounciness"):
+        name = "restitution" if flag == "bounciness" else flag  # the panel's Bounciness
         value = getattr(args, flag)
         if value is not None:
             low, high = s.bl_rna.properties[name].hard_min, s.bl_rna.properties[name].hard_max

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bake import KEY_PREFIX
+from .scene_io import vertex_group_weights
 
 
 @dataclass
@@ -105,15 +106,9 @@ def _offset(obj, block) -> np.ndarray:
     block.data.foreach_get("co", co)
     block.relative_key.data.foreach_get("co", rel)
     offset = (co - rel).reshape(-1, 3).astype(np.float64)
-    if block.vertex_group:
-        group = obj.vertex_groups.get(block.vertex_group)
-        weights = np.zeros(count)
-        if group is not None:
-            for v in obj.data.vertices:
-                for g in v.groups:
-                    if g.group == group.index:
-                        weights[v.index] = g.weight
-        offset *= weights[:, None]
+    group = obj.vertex_groups.get(block.vertex_group) if block.vertex_group else None
+    if group is not None:
+        offset *= vertex_group_weights(obj, group)[:, None]
     return offset
 
 

@@ -43,7 +43,8 @@ def read_pc2(path) -> np.ndarray:
 def bake_point_cache(obj, local_positions: np.ndarray, frame_start: int, folder: str) -> None:
     """Write the (F, V, 3) object-space positions to a new file in ``folder`` and play it with a Mesh
     Cache modifier at the top of the stack (it replaces the base mesh, as shape keys would). Each
-    bake writes a new file, so undoing a Clear finds its file again."""
+    bake writes a file of its own name, so one that undo writes back (``restore_cleared_caches``)
+    never overwrites another bake's."""
     settings = obj.neurok
     path = os.path.join(folder, f"{bpy.path.clean_name(obj.name)}-{uuid.uuid4().hex[:8]}.pc2")
     write_pc2(path, local_positions)
@@ -85,13 +86,13 @@ _cleared: dict[str, bytes] = {}
 def _remove_file(path: str) -> None:
     if not path or not os.path.isfile(path):
         return
-    with open(path, "rb") as fh:
-        content = fh.read()
+    if os.path.getsize(path) <= UNDO_BYTES:
+        with open(path, "rb") as fh:
+            _cleared.pop(path, None)
+            _cleared[path] = fh.read()
+        while sum(map(len, _cleared.values())) > UNDO_BYTES:
+            _cleared.pop(next(iter(_cleared)))
     os.remove(path)
-    _cleared.pop(path, None)
-    _cleared[path] = content
-    while sum(map(len, _cleared.values())) > UNDO_BYTES:
-        _cleared.pop(next(iter(_cleared)))
 
 
 @bpy.app.handlers.persistent

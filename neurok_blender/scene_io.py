@@ -173,11 +173,20 @@ def vertex_group_indices(obj, name: str) -> np.ndarray:
     group = obj.vertex_groups.get(name)
     if group is None:
         raise ValueError(f"'{obj.name}' has no vertex group '{name}'")
-    index = group.index
-    members = [v.index for v in obj.data.vertices if any(g.group == index and g.weight > 0 for g in v.groups)]
-    if not members:
+    members = np.flatnonzero(vertex_group_weights(obj, group) > 0)
+    if not len(members):
         raise ValueError(f"vertex group '{name}' of '{obj.name}' is empty")
-    return np.asarray(members, dtype=np.int64)
+    return members.astype(np.int64)
+
+
+def vertex_group_weights(obj, group) -> np.ndarray:
+    """The weight (V,) of each vertex in ``group``, 0 outside it (Blender has no bulk read of these)."""
+    weights = np.zeros(len(obj.data.vertices))
+    for v in obj.data.vertices:
+        for g in v.groups:
+            if g.group == group.index:
+                weights[v.index] = g.weight
+    return weights
 
 
 def transform(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:

@@ -226,12 +226,10 @@ class NeuROK:
         conditions = conditions or Conditions()
         v, f = check_mesh(vertices, faces)
         conditions.check(len(v))
-        v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
         category, reason = resolve_category(conditions.category, v, f)
         if category == "rigid":
-            result = simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
-            result.info["lifted"] = lifted
-            return result
+            return simulate(v, f, dataclasses.replace(conditions, category="rigid"), progress, points)
+        v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
         kmap, info = self.body(v, f, conditions, category)
         info["lifted"], info["category_reason"] = lifted, reason
         if kmap is None:  # the model sees no deformation of this mesh worth a coordinate

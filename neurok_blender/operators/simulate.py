@@ -43,11 +43,12 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         if bpy.app.background:
             return self.execute(context)
         simulation = self._checked(lambda: job.SimulationJob.read(context.active_object))
-        if simulation is not None and simulation.estimate().large:
+        estimate = simulation.estimate() if simulation is not None else None
+        if estimate is not None and estimate.large:
             self.confirmed = True  # execute() starts it when the artist agrees
             return context.window_manager.invoke_confirm(
                 self, event, title="Large bake", confirm_text="Simulate", icon="WARNING",
-                message=f"Simulating '{simulation.name}' will take {simulation.estimate()}.")
+                message=f"Simulating '{simulation.name}' will take {estimate}.")
         return self._start(context, simulation)
 
     def _start(self, context, simulation):
