@@ -17,7 +17,7 @@ def write_results(name: str, table: str, machine: str | None = None, **payload) 
 
 def results_name(stem: str, categories) -> str:
     """STEM for a run over every deformable category, else STEM_<its categories in their usual order>."""
-    from neurok_blender.core.conditions import DEFORMABLE
+    from neurok_blender.core.options import DEFORMABLE
 
     if set(categories) == set(DEFORMABLE):
         return stem

@@ -29,7 +29,7 @@ import torch
 
 from benchmarks import frame_at, results_name, write_results
 from neurok_blender.core import NeuROK
-from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.neural import wall_radius
 from training.calibrate import diagonal, pick_sequences, replay_conditions, shape_error
 from training.examples import rigid_alignment

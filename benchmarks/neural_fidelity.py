@@ -37,10 +37,10 @@ import torch
 
 from benchmarks import RESULTS, frame_at, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
-from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.neurok import ground_contact, pulled_coordinates
-from neurok_blender.core.simulate import simulate
+from neurok_blender.core.simulation import simulate
 from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
 from training.parent_watch import spawned_pool
 

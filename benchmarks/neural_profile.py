@@ -30,12 +30,12 @@ PHASES = [
     ("mass points (inside test)", 1, [("mass_points.py", "material_points")]),
     ("decoder expansion and point fields", 1, [("neural.py", "attach")]),
     ("initial state (fit)", 0, [("initial.py", "fit_initial_state")]),
-    ("roll out", 0, [("rollout.py", "rollout")]),
-    ("solver steps", 1, [("rollout.py", "advance_frame")]),
+    ("roll out", 0, [("trajectory.py", "rollout")]),
+    ("solver steps", 1, [("trajectory.py", "advance_frame")]),
     ("Jacobian products (x, J, dJ/dq q')", 2, [("neural.py", "derivatives")]),
     ("mass-matrix solves", 2, [("dynamics.py", "solve")]),
     ("energy checks", 1, [("dynamics.py", "energies")]),
-    ("decode the output vertices", 1, [("rollout.py", "record")]),
+    ("decode the output vertices", 1, [("trajectory.py", "record")]),
 ]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks import write_results
 from benchmarks.neural_fidelity import TIMES, error_at
-from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import errors_over_time, pick_sequences, positive
 from training.generate import SAMPLERS, worker_pool
 

@@ -18,7 +18,7 @@ OUTPUTS = (".blend", ".glb", ".gltf", ".abc")
 
 
 def parser() -> argparse.ArgumentParser:
-    from .properties import CATEGORIES
+    from .core.options import CATEGORIES
 
     top = argparse.ArgumentParser(prog="python -m neurok_blender", description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True)

@@ -4,32 +4,7 @@ import bpy
 from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-# Identifiers match core.integrators.METHODS (a test checks it); spelled out here so that registering
-# the add-on does not import torch, which would slow every Blender start-up.
-INTEGRATORS = {
-    "auto": "Runge-Kutta 4, or leapfrog where the body's damping is too fast for explicit steps (default)",
-    "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
-                "conservative runs, and any damping is stable",
-    "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies",
-    "midpoint": "Explicit midpoint, 2nd order, fixed step",
-    "heun3": "Heun, 3rd order, fixed step",
-    "euler": "Forward Euler, 1st order: for comparison only",
-    "dopri5": "Dormand-Prince 5(4), adaptive step",
-    "bosh3": "Bogacki-Shampine 3(2), adaptive step",
-    "dopri8": "Dormand-Prince 8, adaptive step",
-}
-
-# Identifiers match core.conditions.CATEGORIES (a test checks it).
-CATEGORIES = {
-    "auto": "Read the mesh: an open sheet is cloth, solid parts of comparable size an articulated object, "
-            "any other solid (small openings or small extra parts included) elastic; the report says why",
-    "elastic": "A volumetric elastic body, jelly to rubber",
-    "cloth": "Cloth or a thin shell",
-    "continuum": "A soft continuum body: snow, clay, sand",
-    "articulated": "Parts joined at hinges (its loose parts)",
-    "rigid": "No deformation: the body only moves and turns (needs no trained model)",
-}
-
+from .core.options import CATEGORIES, INTEGRATORS  # plain Python: registering the add-on loads no torch
 
 # Gizmo scales: a force of one body weight is drawn as long as the body's diagonal, and a velocity as
 # the way the body travels in VELOCITY_ARROW_TIME.

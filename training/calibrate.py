@@ -103,7 +103,7 @@ import torch
 
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
-from neurok_blender.core.conditions import DEFORMABLE
+from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.mesh import bbox_diagonal
 from neurok_blender.core.neurok import CategoryMaterial, mass_per_length
 from neurok_blender.core.reduction import active_subspace

@@ -1,15 +1,28 @@
-"""NeuROK's solver: torch and numpy only, never bpy (so it runs in any Python, inside Blender or not)."""
+"""NeuROK's solver: torch and numpy only, never bpy (so it runs in any Python, inside Blender or not).
 
-from .conditions import CATEGORIES, Conditions, Force, Pull
-from .dynamics import Environment, LagrangianSystem
-from .integrators import METHODS
-from .kinematics import KinematicMap
-from .neurok import NeuROK
-from .rigid import RigidBodyMap
-from .rollout import SimulationCancelled, SimulationError, rollout
-from .simulate import SimulationResult, simulate
+Names load on first use (PEP 562), so ``core.options`` (plain Python) imports without torch: the
+add-on reads its choices from it when Blender starts, and torch loads with the first simulation.
+"""
 
-__all__ = [
-    "CATEGORIES", "Conditions", "Environment", "Force", "KinematicMap", "LagrangianSystem", "METHODS",
-    "NeuROK", "Pull", "RigidBodyMap", "SimulationCancelled", "SimulationError", "SimulationResult", "rollout", "simulate",
-]
+import importlib
+
+_PUBLIC = {
+    "CATEGORIES": "options", "Conditions": "options", "DEFORMABLE": "options", "Force": "options",
+    "INTEGRATORS": "options", "METHODS": "options", "Pull": "options",
+    "Environment": "dynamics", "LagrangianSystem": "dynamics",
+    "KinematicMap": "kinematics", "RigidBodyMap": "rigid",
+    "NeuROK": "neurok",
+    "SimulationCancelled": "trajectory", "SimulationError": "trajectory", "rollout": "trajectory",
+    "SimulationResult": "simulation", "simulate": "simulation",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+
+
+def __dir__():
+    return __all__

@@ -8,13 +8,12 @@ import torch
 from torchdiffeq import odeint
 
 from .dynamics import LagrangianSystem
+from .options import AUTO, INTEGRATORS
 
 FIXED_STEP = ("rk4", "midpoint", "heun3", "euler")
 ADAPTIVE = ("dopri5", "bosh3", "dopri8")
 STRUCTURE_PRESERVING = ("leapfrog",)
-STEPPERS = STRUCTURE_PRESERVING + FIXED_STEP + ADAPTIVE
-AUTO = "auto"  # one of the steppers, chosen per run from the system's rates (rollout.choose_method)
-METHODS = (AUTO,) + STEPPERS
+STEPPERS = tuple(name for name in INTEGRATORS if name != AUTO)  # the options' names, each in one group above
 IMPLICIT_RAYLEIGH = ("leapfrog",)  # stable at any Rayleigh rate: their steps need not resolve it
 
 FIXED_POINT_TOLERANCE = 1e-11  # relative change between iterations

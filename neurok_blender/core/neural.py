@@ -65,7 +65,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from .conditions import EXPANSIONS
+from .options import EXPANSIONS
 from .kinematics import KinematicMap
 from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors

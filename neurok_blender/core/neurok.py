@@ -31,7 +31,7 @@ import torch
 
 from .category import resolve_category
 from .checkpoint import load_model, read_checkpoint, resolve_device
-from .conditions import DEFORMABLE, Conditions
+from .options import DEFORMABLE, Conditions
 from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mass_points import material_points
@@ -40,8 +40,8 @@ from .mirror import find_mirrors
 from .model import NeuROKModel, prepare_shape, shape_tensors
 from .neural import NeuralBodyMap
 from .reduction import MAX_COORDINATES, Subspace, active_subspace, drop_massless
-from .rollout import rollout
-from .simulate import DTYPE, SimulationResult, environment, lifted_onto_ground, output_points, simulate
+from .trajectory import rollout
+from .simulation import DTYPE, SimulationResult, environment, lifted_onto_ground, output_points, simulate
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "neurok.pt"
 PULL_ITERATIONS = 30

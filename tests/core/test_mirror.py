@@ -18,7 +18,7 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, s
 from neurok_blender.core.neural import NeuralBodyMap
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
-from neurok_blender.core.simulate import DTYPE, environment, output_points
+from neurok_blender.core.simulation import DTYPE, environment, output_points
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
                    encoder_points=128, queries=32)

@@ -7,7 +7,7 @@ import torch
 from neurok_blender.core import Environment, LagrangianSystem, rollout
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
-from neurok_blender.core.conditions import EXPANSIONS
+from neurok_blender.core.options import EXPANSIONS
 from neurok_blender.core.neural import NeuralBodyMap
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.surface import sample_surface

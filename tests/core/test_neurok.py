@@ -13,7 +13,7 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.neurok import (CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, ground_contact,
                                         ground_floor)
-from neurok_blender.core.simulate import simulate
+from neurok_blender.core.simulation import simulate
 from training.shapes.solids import uv_sphere
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,

@@ -9,7 +9,7 @@ import torch
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.kinematics import KinematicMap
 from neurok_blender.core.mesh import fibonacci_sphere
-from neurok_blender.core.rollout import choose_substeps
+from neurok_blender.core.trajectory import choose_substeps
 from shapes import PendulumMap, SpringMap, box, overdamped_spring
 
 G = 9.81

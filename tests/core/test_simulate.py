@@ -143,7 +143,7 @@ def test_fast_spin_about_a_principal_axis_turns_by_omega_t(method):
 
 
 def test_auto_substeps_resolve_the_stiffest_spring():
-    from neurok_blender.core.rollout import choose_substeps
+    from neurok_blender.core.trajectory import choose_substeps
     from shapes import SpringMap
 
     system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
@@ -156,7 +156,7 @@ def test_auto_substeps_resolve_the_stiffness_at_the_start_too():
     """A pulled start sits where a stiffening potential is stiffer than at rest (shapes.StiffeningMap:
     omega 5 times as high at s = 2). Undamped, the body comes back there, and the whole run keeps the
     start's steps."""
-    from neurok_blender.core.rollout import choose_substeps
+    from neurok_blender.core.trajectory import choose_substeps
     from shapes import StiffeningMap
 
     system = LagrangianSystem(StiffeningMap(stiffness=1e4, mass=1.0), Environment(gravity=torch.zeros(3, dtype=torch.float64)))
@@ -194,7 +194,7 @@ def test_auto_substeps_resolve_strong_damping():
     """An overdamped spring, c = 1000 /s and omega = 100 rad/s (shapes.overdamped_spring). Steps sized
     for the spring alone (9 a frame, c h = 4.6) leave RK4's stable range (c h < 2.8); the damping's own
     bound, c h <= 1, takes 42 and follows the solution without redoing a frame."""
-    from neurok_blender.core.rollout import choose_substeps
+    from neurok_blender.core.trajectory import choose_substeps
     from shapes import overdamped_spring
 
     x0 = 0.01

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from .dynamics import LagrangianSystem
-from .integrators import ADAPTIVE, AUTO, IMPLICIT_RAYLEIGH, advance
+from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
+from .options import AUTO
 
 MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero

@@ -1,15 +1,40 @@
-"""What the user asks for: the physical conditions of one simulation, checked before anything runs."""
+"""What the user asks for: the physical conditions of one simulation, checked before anything runs.
+
+Plain Python and numpy (no torch), so the add-on reads its choices from here when Blender starts.
+"""
 
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .integrators import METHODS
+CATEGORIES = {
+    "auto": "Read the mesh: an open sheet is cloth, solid parts of comparable size an articulated object, "
+            "any other solid (small openings or small extra parts included) elastic; the report says why",
+    "elastic": "A volumetric elastic body, jelly to rubber",
+    "cloth": "Cloth or a thin shell",
+    "continuum": "A soft continuum body: snow, clay, sand",
+    "articulated": "Parts joined at hinges (its loose parts)",
+    "rigid": "No deformation: the body only moves and turns (needs no trained model)",
+}
+DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")  # the categories the learned model moves
 
-EXPANSIONS = ("quadratic", "exact")
-CATEGORIES = ("auto", "elastic", "cloth", "continuum", "articulated", "rigid")
-DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")
+AUTO = "auto"  # the integrator chosen per run from the system's rates (trajectory.choose_method)
+INTEGRATORS = {
+    AUTO: "Runge-Kutta 4, or leapfrog where the body's damping is too fast for explicit steps (default)",
+    "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
+                "conservative runs, and any damping is stable",
+    "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies",
+    "midpoint": "Explicit midpoint, 2nd order, fixed step",
+    "heun3": "Heun, 3rd order, fixed step",
+    "euler": "Forward Euler, 1st order: for comparison only",
+    "dopri5": "Dormand-Prince 5(4), adaptive step",
+    "bosh3": "Bogacki-Shampine 3(2), adaptive step",
+    "dopri8": "Dormand-Prince 8, adaptive step",
+}
+METHODS = tuple(INTEGRATORS)
+
+EXPANSIONS = ("quadratic", "exact")  # the decoder in the dynamics: its second-order expansion, or itself
 
 
 @dataclass
@@ -66,7 +91,7 @@ class Conditions:
     came (dropped from h, it bounces back to e^2 h; ``LagrangianSystem.restitute``); cloth keeps none
     of it. None is the reference simulators' dead ground: the body bounces as its material gives
     (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,
-    or leapfrog where the damping is too fast for explicit steps (``rollout.choose_method``).
+    or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
     """
 
     frames: int = 48
@@ -87,7 +112,7 @@ class Conditions:
     plasticity: float = 1.0
     integrator: str = "auto"
     substeps: int | None = None
-    expansion: str = "quadratic"  # the neural decoder in the dynamics: "quadratic" (fast) or "exact"
+    expansion: str = "quadratic"  # EXPANSIONS: "quadratic" (fast) or "exact"
 
     def check(self, vertex_count: int) -> None:
         """Raise ValueError naming the first bad field."""

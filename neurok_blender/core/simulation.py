@@ -6,12 +6,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .conditions import DEFORMABLE, Conditions
+from .options import DEFORMABLE, Conditions
 from .dynamics import Environment, LagrangianSystem
 from .initial import fit_initial_state
 from .mesh import check_mesh, contact_samples
 from .rigid import RigidBodyMap
-from .rollout import rollout
+from .trajectory import rollout
 
 DTYPE = torch.float64
 
@@ -25,7 +25,7 @@ class SimulationResult:
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
     substeps: int  # integration steps per frame, at least (fast or refined frames take more)
     integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
-    refined_frames: int = 0  # frames redone with more steps after going non-finite (rollout.MAX_REFINEMENT)
+    refined_frames: int = 0  # frames redone with more steps after going non-finite (trajectory.MAX_REFINEMENT)
     info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
 
     @classmethod
