@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.contact_ablation CORPUS [--per-category 10] [--categories elastic ...] [--jobs 2]
     .venv/bin/python -m benchmarks.contact_ablation --redraw [--categories elastic ...]
 
-The neural solver lands a deforming body with its category's contact (``neurok.ground_contact``: the
+The neural solver lands a deforming body with its category's contact (``BodyMaterial.ground_contact``: the
 restitution of the give its few coordinates lack, a yielding body's footprint rolling lever, a softer
 ground spring under a soft solid); the fidelity benchmark's rigid-only baseline lands it on the plain
 contact. This replays held-out sequences (``benchmarks.neural_fidelity``'s pick) three ways: neural,

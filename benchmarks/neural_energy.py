@@ -35,7 +35,7 @@ def drift(neurok: NeuROK, sequence, seconds: float) -> dict:
     kinetic = float(energy["kinetic"].max())
     return {"finite": True, "max_drift_J": float(np.abs(error).max()), "max_drift": float(np.abs(error).max() / kinetic),
             "max_kinetic_J": kinetic, "substeps": result.substeps,
-            "reduced_coordinates": result.info["reduced_coordinates"], "seconds": time.perf_counter() - began}
+            "reduced_coordinates": result.report.reduced_coordinates, "seconds": time.perf_counter() - began}
 
 
 def main():

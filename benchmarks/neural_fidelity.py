@@ -39,7 +39,7 @@ from benchmarks import RESULTS, frame_at, load_worker_neurok, results_name, work
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
-from neurok_blender.core.neurok import ground_contact, pulled_coordinates
+from neurok_blender.core.initial import pulled_coordinates
 from neurok_blender.core.simulation import simulate
 from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
 from training.parent_watch import spawned_pool
@@ -72,7 +72,7 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     the latent relaxes from where the pull put it as a free damped oscillation at the material's
     frequency, s(t) = s0 exp(-d t / 2) cos(omega_d t), blind to contact, forces and spin."""
     rigid = neurok.simulate(vertices, faces, dataclasses.replace(conditions, category="rigid", pull=None))
-    kmap, info = neurok.body(vertices, faces, conditions, conditions.category)
+    kmap, report = neurok.body(vertices, faces, conditions, conditions.category)
     if kmap is None:  # no deformation coordinate: the rigid motion is all there is
         return rigid.positions
     start = kmap.rest_coordinates()
@@ -81,7 +81,7 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
                                       np.asarray(conditions.pull.displacement, dtype=np.float64))
     points = torch.as_tensor(vertices)[None]
     kmap.attach(points, parts=kmap.shape.vertex_parts, output=True)
-    omega, rate = 2 * np.pi * info["frequency"], info["damping"] / 2
+    omega, rate = 2 * np.pi * report.material.frequency, report.material.damping / 2
     damped = np.sqrt(max(omega**2 - rate**2, 0.0))
     center = rigid.pose["translation"][0]  # frame 0 is the rest pose: its centre of mass
     frames = []
@@ -95,12 +95,13 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
 
 def rigid_with_neural_contact(neurok: NeuROK, sequence) -> np.ndarray:
     """The sequence's replay as a rigid body that meets the ground as the neural solver's body does
-    (``neurok.ground_contact``; benchmarks/contact_ablation.py)."""
+    (``BodyMaterial.ground_contact``; benchmarks/contact_ablation.py)."""
     conditions = replay_conditions(sequence)
     vertices = sequence.rest_vertices.astype(np.float64)
-    kmap, info = neurok.body(vertices, sequence.faces, conditions, sequence.category)
+    kmap, report = neurok.body(vertices, sequence.faces, conditions, sequence.category)
+    contact = report.material.ground_contact(None if kmap is None else float(kmap.gyration))
     return simulate(vertices, sequence.faces, dataclasses.replace(conditions, category="rigid", pull=None),
-                    contact=ground_contact(kmap, info)).positions
+                    contact=contact).positions
 
 
 def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jobs: int = 1,

@@ -83,7 +83,7 @@ def main():
     rows = [{"phase": label, "indent": indent, "seconds": cumulative(stats, names)} for label, indent, names in PHASES]
     rows.append({"phase": "bake as shape keys (Blender)", "indent": 0, "seconds": bake})
     lines = [f"{len(v)} vertices, {a.frames} frames, {result.substeps} steps a frame, k_q = "
-             f"{result.info['reduced_coordinates']}, {torch.get_num_threads()} torch thread(s): "
+             f"{result.report.reduced_coordinates}, {torch.get_num_threads()} torch thread(s): "
              f"{untraced:.1f} s untraced, {traced:.1f} s under cProfile, bake {bake:.1f} s", "",
              "| phase | seconds | share of the traced run |", "|---|---:|---:|"]
     for r in rows:

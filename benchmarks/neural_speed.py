@@ -36,13 +36,13 @@ def sphere(vertices: int):
 def time_neural(neurok: NeuROK, v, f, frames: int) -> dict:
     conditions = Conditions(frames=frames, fps=24.0, ground_height=0.0, category="elastic")
     began = time.perf_counter()
-    kmap, info = neurok.body(v, f, conditions, "elastic")
+    _, report = neurok.body(v, f, conditions, "elastic")
     body = time.perf_counter() - began
     began = time.perf_counter()
     result = neurok.simulate(v, f, conditions)
     total = time.perf_counter() - began
     return {"build_s": body, "simulate_s": total, "rollout_s": total - body, "substeps": result.substeps,
-            "reduced_coordinates": info["reduced_coordinates"], "finite": bool(np.isfinite(result.positions).all())}
+            "reduced_coordinates": report.reduced_coordinates, "finite": bool(np.isfinite(result.positions).all())}
 
 
 def time_cloth(v, f, frames: int) -> float:

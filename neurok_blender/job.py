@@ -79,8 +79,9 @@ class SimulationJob:
 
         torch.set_num_threads(self.options.torch_threads)
         began = time.perf_counter()
-        solver = simulate if self.conditions.category == "rigid" else load_model(self.options).simulate
-        result = solver(self.vertices, self.triangles, self.conditions, progress=progress, points=self.points)
+        model = None if self.conditions.category == "rigid" else load_model(self.options)
+        result = simulate(self.vertices, self.triangles, self.conditions, model=model, progress=progress,
+                          points=self.points)
         self.seconds = time.perf_counter() - began
         return result
 
@@ -92,15 +93,15 @@ class SimulationJob:
         output.bake(obj, local, self.start)
         end = self.start + self.frames - 1
         return "; ".join((f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
-                          f"{result.info['category']} in {self.seconds:.1f} s", *self.notes, *self._solver_notes(result)))
+                          f"{result.report.category} in {self.seconds:.1f} s", *self.notes, *self._solver_notes(result)))
 
     def _solver_notes(self, result) -> list[str]:
         """What the solver chose that the artist did not set: why auto chose the category, and a lift
         out of the ground."""
-        notes = [result.info["category_reason"]] if result.info.get("category_reason") else []
-        lifted = result.info.get("lifted", 0.0)
-        if lifted > 1e-4 * np.ptp(self.vertices, axis=0).max():
-            notes.append(f"it started {lifted:.3g} m inside the ground, so it was lifted onto it")
+        report = result.report
+        notes = [report.category_reason] if report.category_reason else []
+        if report.lifted > 1e-4 * np.ptp(self.vertices, axis=0).max():
+            notes.append(f"it started {report.lifted:.3g} m inside the ground, so it was lifted onto it")
         return notes
 
     def _live_target(self):

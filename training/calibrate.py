@@ -32,14 +32,14 @@ body that lands on a corner stops there, as the plastic references do, or tips o
 ours, without it and before the friction fix of ``core/contact.py``, tipped over its rim and went
 1.4 m on; on 8 continuum training sequences it takes the vertex error from 0.357 to 0.294).
 Categories whose references are elastic solids (elastic: MuJoCo flex FEM) get their damping and the
-restitution of their own give at the contact (``neurok.contact_restitution``) chosen together, by the
+restitution of their own give at the contact (``material.contact_restitution``) chosen together, by the
 mean vertex error: the learned coordinates' contact stops too much of a landing body at once, so it
 bounces too low (a ball dropped onto a dead ground rebounds at 0.42 of its impact speed on them alone,
 at 0.65 in the reference, ``benchmarks/elastic_bounce.py``), and where it goes after the bounce is what
 the two decide; the shape hardly changes with them (on 5 elastic training sequences at 32 Hz and 0.5 /s
 the vertex error falls from 0.436 with a dead contact to 0.262 at restitution 0.5). Their references
 damp in proportion to the stiffness (MuJoCo flex: D = beta K), so their damping rate is stored as the
-rate at stiffness 1 and grows with it (``PROPORTIONAL``, ``neurok.damping_rate``): a stiff body's
+rate at stiffness 1 and grows with it (``PROPORTIONAL``, ``material.damping_rate``): a stiff body's
 ringing after a pull or an impact dies within a few periods, as in the reference, where a constant
 rate let it ring on and bounce (on the 40 held-out elastic sequences at 80 /s, beta_default omega^2
 at 32 Hz, and restitution 0.5: 0.740 of the diagonal at 2 s against the constant 0.5 /s's 0.775;
@@ -60,7 +60,7 @@ free (no spring, a weak damping), so a body that an impact or a pull has bent ke
 where the learned potential springs it back and launches it; past the yield the rest shape flows to
 the pose (on the same six at 128 /s: 0.891 without a yield, 0.874 at 0.05, 0.788 at 0.02, 0.805 at
 0.01, 0.815 at 0.005; the shape error 0.0853-0.0868). Rigid links flatten no footprint: no rolling
-resistance. They then get a least damping ratio of their deformation (``neurok.damping_rate``), by
+resistance. They then get a least damping ratio of their deformation (``material.damping_rate``), by
 vertex error at that damping and yield: the replays scale the damping by the reference's joint
 damping, 0.005-8.8 times the default over the corpus, so most replay far below critical (a median
 of about 20 /s at 32 Hz, where 402 /s is critical) and ring after every impact, where the
@@ -69,12 +69,12 @@ vertex error 0.656 without a floor, 0.627 at half of critical, 0.617 at critical
 0.572 at 5 times, the grid's edge; the shape 0.0889-0.0898).
 A SOLID category's frequency holds at the geometric mean of M / V^(1/3) over its sequences' bodies,
 stored with it as ``mass_per_length``, and every trial replays at it: a solid rings by its mass and
-size, omega^2 ~ E L / M (``neurok.solid_frequency_scale``). A FLOWING category's bodies that never
+size, omega^2 ~ E L / M (``material.solid_frequency_scale``). A FLOWING category's bodies that never
 yield (a continuum's jellies, replayed without plasticity) get the give of their material as the
 elastic solids do, its restitution chosen by vertex error (on 8 continuum sequences, 4 of them
 jellies: 0.320 dead, 0.318 at 0.15, 0.316 at 0.3, 0.307 at 0.5).
 A SOLID category's bodies last get the ground's spring under them, at most c omega^2 per unit mass
-(``neurok.contact_stiffness``), c chosen from CONTACT_RATIOS (None keeps the stiff floor) by vertex
+(``material.contact_stiffness``), c chosen from CONTACT_RATIOS (None keeps the stiff floor) by vertex
 error: a soft body lands on a patch of itself that gives, which its few learned coordinates cannot
 make (continuum, on the same 8: 0.3073 stiff, 0.3050 at 64, 0.3007 at 16, 0.3135 at 4; on 13 other
 training jellies, one run, at 2 s: 0.825 stiff, 0.815 at 64, 0.681 at 16, 0.720 at 4; elastic, on its
@@ -105,7 +105,7 @@ from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.mesh import bbox_diagonal
-from neurok_blender.core.neurok import CategoryMaterial, mass_per_length
+from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.reduction import active_subspace
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
@@ -124,11 +124,11 @@ SPRINGY = ("elastic",)  # categories whose references are elastic solids: they g
 RESTITUTIONS = (0.0, 0.15, 0.3, 0.5)  # the body's share of the contact's restitution (neurok.py)
 JOINTED = ("articulated",)  # categories whose references are rigid links on free joints: damping and yield by vertex error
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
-LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (neurok.damping_rate); JOINTED only
+LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (material.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
-SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (neurok.solid_frequency_scale)
+SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (material.solid_frequency_scale)
 CONTACT_RATIOS = (None, 64.0, 16.0, 4.0)  # SOLID: the ground's spring per unit mass over omega^2; None: the default
 MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance", "restitution",
                    "least_damping_ratio", "stiffness_proportional", "mass_per_length",
@@ -316,7 +316,7 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     else:
         damping = min(grid, key=lambda d: trial(frequency, d)[0])
     contact = None
-    if category in SOLID:  # a soft solid lands on a patch of itself that gives (neurok.contact_stiffness)
+    if category in SOLID:  # a soft solid lands on a patch of itself that gives (material.contact_stiffness)
         contact = min(CONTACT_RATIOS,
                       key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
     error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
@@ -339,7 +339,7 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
 
 def mean_mass_per_length(sequences) -> float:
     """The geometric mean of the sequences' bodies' ``neurok.mass_per_length`` (kg/m): where a solid
-    category's measured frequency holds (``neurok.solid_frequency_scale``)."""
+    category's measured frequency holds (``material.solid_frequency_scale``)."""
     return float(np.exp(np.mean([np.log(mass_per_length(s.rest_vertices.astype(np.float64), s.faces,
                                                         s.conditions["mass"])) for s in sequences])))
 

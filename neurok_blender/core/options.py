@@ -84,13 +84,13 @@ class Conditions:
     sheet is cloth, solid parts of comparable size articulated, any other solid elastic); "rigid"
     keeps the rigid-only coordinates. ``stiffness`` and
     ``damping`` scale the category's default material (1 = the reference simulator's default; a
-    solid's deformation also rings slower the heavier or larger it is, ``neurok.solid_frequency_scale``);
+    solid's deformation also rings slower the heavier or larger it is, ``material.solid_frequency_scale``);
     ``plasticity`` divides the strain at which a category that flows yields (0: it never does;
     categories whose references spring back never yield). ``restitution`` e is the body's coefficient of
     restitution against the ground: its centre of mass leaves each impact at most e times as fast as it
     came (dropped from h, it bounces back to e^2 h; ``LagrangianSystem.restitute``); cloth keeps none
     of it. None is the reference simulators' dead ground: the body bounces as its material gives
-    (``neurok.contact_restitution``). ``integrator="auto"`` runs RK4,
+    (``material.contact_restitution``). ``integrator="auto"`` runs RK4,
     or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
     """
 

@@ -1,22 +1,48 @@
-"""The public entry point: a mesh and Conditions in, world-space frames out."""
+"""The public entry point: a mesh and Conditions in, world-space frames out, for every category.
 
-from dataclasses import dataclass, field, replace
+    result = simulate(vertices, faces, Conditions(frames=48), model=NeuROK.load())
+    result.positions                     # (frames, V, 3) float32, world space
+    result.report                        # what the solver chose: category, coordinates, material
+
+A rigid body needs no model; a deforming one moves on the learned coordinates of ``model``
+(``neurok.NeuROK.body``). Either way the body is lifted out of the ground, started from its initial
+state (``initial.py``) and integrated frame by frame (``trajectory.rollout``).
+"""
+
+import dataclasses
 from typing import Callable
 
 import numpy as np
 import torch
 
-from .options import DEFORMABLE, Conditions
+from .category import resolve_category
 from .dynamics import Environment, LagrangianSystem
-from .initial import fit_initial_state
+from .initial import initial_state
+from .material import BodyMaterial
 from .mesh import check_mesh, contact_samples
+from .options import Conditions
 from .rigid import RigidBodyMap
 from .trajectory import rollout
 
 DTYPE = torch.float64
 
 
-@dataclass
+@dataclasses.dataclass
+class Report:
+    """What the solver chose that the user did not set, for the add-on's report and for benchmarks."""
+
+    category: str  # the category simulated ("auto" resolved)
+    category_reason: str = ""  # why "auto" chose it ("" for a category given)
+    lifted: float = 0.0  # m: how far the body was lifted out of the ground (lifted_onto_ground)
+    reduced_coordinates: int = 0  # learned coordinates, all mirror blocks together (0: it moved rigidly)
+    mirrors: int = 1  # reflections that map the mesh onto itself (mirror.find_mirrors)
+    captured: float | None = None  # share of the active subspace's eigenvalue sum the coordinates keep
+    mass_at: str | None = None  # "volume" or "surface" (mass_points.material_points)
+    material: BodyMaterial | None = None  # the material it integrated with (material.body_material)
+    pull_reached: float | None = None  # share of the pull's displacement the handle reached
+
+
+@dataclasses.dataclass
 class SimulationResult:
     positions: np.ndarray  # (frames, V, 3) float32, world space
     times: np.ndarray  # (frames,) s
@@ -25,55 +51,63 @@ class SimulationResult:
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
     substeps: int  # integration steps per frame, at least (fast or refined frames take more)
     integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
+    report: Report  # what the solver chose
     refined_frames: int = 0  # frames redone with more steps after going non-finite (trajectory.MAX_REFINEMENT)
-    info: dict = field(default_factory=lambda: {"category": "rigid"})  # what the solver chose (neurok.py)
-
-    @classmethod
-    def from_trajectory(cls, trajectory, info: dict | None = None) -> "SimulationResult":
-        """The one body of a batch-of-one ``Trajectory``."""
-        return cls(positions=trajectory.points[:, 0], times=trajectory.times,
-                   pose={k: p[:, 0] for k, p in trajectory.pose.items()},
-                   coordinates=trajectory.coordinates[:, 0],
-                   energy={k: e[:, 0] for k, e in trajectory.energy.items()},
-                   substeps=trajectory.substeps, integrator=trajectory.method,
-                   refined_frames=trajectory.refined_frames,
-                   **({"info": info} if info is not None else {}))
 
 
-def simulate(vertices, faces, conditions: Conditions | None = None,
+def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
              progress: Callable[[int, int], bool | None] | None = None, points=None,
              contact: dict | None = None) -> SimulationResult:
-    """Simulate one mesh as a rigid body, given in world space at t = 0, under ``conditions``.
+    """Simulate one mesh, given in world space at t = 0, under ``conditions``.
 
-    ``positions`` follow the mesh vertices, or the material points ``points`` (P, 3) given at t = 0
-    (Blender moves the base mesh under its modifiers this way). ``contact`` replaces Environment
-    fields of the ground contact (``neurok.ground_contact``: a deforming body's, for comparison).
+    ``model`` (a ``neurok.NeuROK``) moves a deforming category; without one, only "rigid" runs (and
+    "auto" means it). ``positions`` follow the mesh vertices, or the material points ``points``
+    (P, 3) given at t = 0 (Blender moves the base mesh under its modifiers this way). ``contact``
+    replaces Environment fields of a rigid body's ground contact (``BodyMaterial.ground_contact``: a
+    deforming body's, for comparison).
 
-    Raises ValueError for bad input, SimulationError if the rollout goes non-finite and
-    SimulationCancelled if ``progress`` returns False.
+    Raises ValueError for bad input, SimulationError if the rollout goes non-finite (naming the
+    frame) and SimulationCancelled if ``progress`` returns False.
     """
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
-    v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
-    if conditions.category in DEFORMABLE:
-        raise ValueError(f"category {conditions.category!r} deforms: that needs the neural model, "
-                         "NeuROK.load().simulate(...); this function moves the body rigidly")
-    if conditions.pull is not None:
+    category, reason = ("rigid", "") if model is None and conditions.category == "auto" else \
+        resolve_category(conditions.category, v, f)
+    if category != "rigid" and model is None:
+        raise ValueError(f"category {category!r} deforms: that needs the neural model, "
+                         "simulate(..., model=NeuROK.load())")
+    if category == "rigid" and conditions.pull is not None:
         raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
-    kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
-    system = LagrangianSystem(kmap, replace(environment(conditions, v), **(contact or {})))
+    v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
+    env = environment(conditions, v)
+    kmap, report = None, Report(category)
+    if category != "rigid":
+        kmap, report = model.body(v, f, conditions, category)
+        if kmap is None:  # the model sees no deformation of this mesh worth a coordinate: it moves rigidly
+            contact, conditions = report.material.ground_contact(None), dataclasses.replace(conditions, pull=None)
+        else:
+            env = dataclasses.replace(env, damping=report.material.damping,
+                                      **report.material.ground_contact(float(kmap.gyration)))
+    report.category_reason, report.lifted = reason, lifted
+    if kmap is None:
+        kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
+        env, center = dataclasses.replace(env, **(contact or {})), torch.as_tensor(props.center, dtype=DTYPE)
+    else:
+        center = kmap.center
+    q0, q_dot0, report.pull_reached = initial_state(kmap, conditions, v, center)
 
-    center = torch.as_tensor(props.center, dtype=DTYPE)
-    mass_points = kmap.mass_points
-    omega = torch.as_tensor(conditions.angular_velocity, dtype=DTYPE).expand_as(mass_points)
-    velocities = torch.as_tensor(conditions.velocity, dtype=DTYPE) + torch.cross(omega, mass_points - center, dim=-1)
-    q0, q_dot0 = fit_initial_state(kmap, mass_points, mass_points, velocities, kmap.masses)
-
-    trajectory = rollout(system, q0, q_dot0, conditions.frames, conditions.fps, conditions.integrator,
-                         output_points=output_points(v if points is None else points), substeps=conditions.substeps,
-                         progress=progress)
-    return SimulationResult.from_trajectory(trajectory, {"category": "rigid", "lifted": lifted})
+    out = output_points(v if points is None else points)
+    if points is None and report.reduced_coordinates:
+        kmap.attach(out, parts=kmap.shape.vertex_parts, output=True)  # each vertex follows its own part
+    trajectory = rollout(LagrangianSystem(kmap, env), q0, q_dot0, conditions.frames, conditions.fps,
+                         conditions.integrator, output_points=out, substeps=conditions.substeps, progress=progress)
+    return SimulationResult(positions=trajectory.points[:, 0], times=trajectory.times,
+                            pose={k: p[:, 0] for k, p in trajectory.pose.items()},
+                            coordinates=trajectory.coordinates[:, 0],
+                            energy={k: e[:, 0] for k, e in trajectory.energy.items()},
+                            substeps=trajectory.substeps, integrator=trajectory.method,
+                            refined_frames=trajectory.refined_frames, report=report)
 
 
 def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):

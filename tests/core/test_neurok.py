@@ -11,8 +11,8 @@ from neurok_blender.core.category import resolve_category
 from neurok_blender.core.checkpoint import save_checkpoint
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
-from neurok_blender.core.neurok import (CategoryMaterial, NeuROK, contact_restitution, contact_stiffness, ground_contact,
-                                        ground_floor)
+from neurok_blender.core.material import CategoryMaterial, contact_restitution, contact_stiffness, ground_floor
+from neurok_blender.core.neurok import NeuROK
 from neurok_blender.core.simulation import simulate
 from training.shapes.solids import uv_sphere
 
@@ -78,8 +78,8 @@ def test_a_dropped_body_falls_at_g_and_deforms(neurok):
     v, f = BOX
     result = neurok.simulate(v, f, Conditions(frames=7, fps=24.0, velocity=(0.0, 0.0, 1.0), stiffness=0.5))
     assert result.positions.shape == (7, len(v), 3) and result.positions.dtype == np.float32
-    assert result.info["category"] == "elastic" and result.info["mass_at"] == "volume"
-    assert 1 <= result.info["reduced_coordinates"] <= 16
+    assert result.report.category == "elastic" and result.report.mass_at == "volume"
+    assert 1 <= result.report.reduced_coordinates <= 16
     # the translation row is the momentum balance: the centre of mass of the mass points falls at g
     t = result.times
     np.testing.assert_allclose(result.pose["translation"][:, 2] - result.pose["translation"][0, 2],
@@ -110,11 +110,11 @@ def test_jointed_links_never_ring_below_their_least_damping_ratio_unless_damping
     floored = dataclasses.replace(neurok.materials["articulated"], least_damping_ratio=1.0)
     jointed = NeuROK(neurok.model, {**neurok.materials, "articulated": floored})
     critical = 2 * (2 * np.pi * 2.0 * np.sqrt(4.0))  # the material's 2 Hz at stiffness 4
-    rates = {d: jointed.body(*two, Conditions(damping=d, stiffness=4.0), "articulated")[1]["damping"]
+    rates = {d: jointed.body(*two, Conditions(damping=d, stiffness=4.0), "articulated")[1].material.damping
              for d in (0.0, 0.01, 1e4)}
     assert rates[0.0] == 0.0 and rates[0.01] == pytest.approx(critical) and rates[1e4] == 0.5 * 1e4
     # without a floor the joints' own damping is all there is
-    assert neurok.body(*two, Conditions(damping=0.01), "articulated")[1]["damping"] == 0.5 * 0.01
+    assert neurok.body(*two, Conditions(damping=0.01), "articulated")[1].material.damping == 0.5 * 0.01
     with pytest.raises(ValueError, match="least_damping_ratio"):  # read from a checkpoint, so checked
         dataclasses.replace(floored, least_damping_ratio=-1.0)
 
@@ -127,7 +127,7 @@ def test_a_stiffness_proportional_material_damps_as_beta_k_and_survives_its_chec
     save_checkpoint(path, neurok.model, {"steps": 0}, materials=proportional)
     loaded = NeuROK.load(path, device="cpu")
     assert loaded.materials["elastic"].stiffness_proportional and not loaded.materials["cloth"].stiffness_proportional
-    rate = lambda model, **c: model.body(*BOX, Conditions(**c), "elastic")[1]["damping"]
+    rate = lambda model, **c: model.body(*BOX, Conditions(**c), "elastic")[1].material.damping
     assert rate(loaded) == pytest.approx(0.5)
     assert rate(loaded, stiffness=4.0) == pytest.approx(4 * 0.5)
     assert rate(loaded, stiffness=4.0, damping=3.0) == pytest.approx(3 * 4 * 0.5)
@@ -146,7 +146,7 @@ def test_a_solid_rings_by_its_mass_and_size_and_survives_its_checkpoint(neurok, 
     save_checkpoint(path, neurok.model, {"steps": 0}, materials=solid)
     loaded = NeuROK.load(path, device="cpu")
     assert loaded.materials["elastic"].mass_per_length == 2.0 and loaded.materials["cloth"].mass_per_length is None
-    frequency = lambda model, mesh, **c: model.body(*mesh, Conditions(**c), "elastic")[1]["frequency"]
+    frequency = lambda model, mesh, **c: model.body(*mesh, Conditions(**c), "elastic")[1].material.frequency
     assert frequency(loaded, box, mass=2.0) == pytest.approx(2.0)
     assert frequency(loaded, box, mass=8.0) == pytest.approx(1.0)
     assert frequency(loaded, box, mass=8.0, stiffness=4.0) == pytest.approx(2.0)
@@ -167,7 +167,7 @@ def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
     common = dict(frames=25, gravity=(0.0, 0.0, 0.0), damping=20.0, category="continuum", forces=squeeze)
     plastic = neurok.simulate(v, f, Conditions(**common))
     elastic = neurok.simulate(v, f, Conditions(**common, plasticity=0.0))
-    assert plastic.info["yield_strain"] == 1e-3 and elastic.info["yield_strain"] is None
+    assert plastic.report.material.yield_strain == 1e-3 and elastic.report.material.yield_strain is None
     dent = plastic.pose["reduced"][-1]
     assert np.abs(plastic.pose["reduced"]).max() > 1e-3  # the push deformed it
     # damped out, the plastic body rests in its new shape (up to the wall's pull towards s = 0, here
@@ -190,9 +190,9 @@ def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yield
     common = dict(frames=13, ground_height=0.0, category="continuum", velocity=(speed, 0.0, 0.0),
                   angular_velocity=(0.0, speed / radius, 0.0), restitution=0.0, friction=1.0)
     runs = {p: neurok.simulate(v, f, Conditions(**common, plasticity=p)) for p in (0.0, 1.0)}
-    assert [runs[p].info["rolling_resistance"] for p in (0.0, 1.0)] == [0.0, 1.0]
-    kmap, info = neurok.body(v, f, Conditions(**common, plasticity=2.0), "continuum")
-    assert info["rolling_resistance"] == 2.0
+    assert [runs[p].report.material.rolling_resistance for p in (0.0, 1.0)] == [0.0, 1.0]
+    kmap, report = neurok.body(v, f, Conditions(**common, plasticity=2.0), "continuum")
+    assert report.material.rolling_resistance == 2.0
     rolled = {p: r.pose["translation"][-1, 0] - r.pose["translation"][0, 0] for p, r in runs.items()}
     # a rigid ball rolling against N a, a = the radius of gyration k (I = 2/3 m k^2 for a ball) stops
     # after v^2 / (2 g (a / R) / (1 + I / (m R^2))): the learned deformation changes that a little
@@ -209,7 +209,7 @@ def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yield
 
 
 def test_a_rigid_body_lands_with_a_deforming_ones_contact(neurok):
-    """``ground_contact`` hands the rigid solver a deforming body's contact (benchmarks/contact_ablation):
+    """``BodyMaterial.ground_contact`` hands the rigid solver a deforming body's contact (benchmarks/contact_ablation):
     a rigid ball rolling on the continuum's footprint lever stops where a rigid ball rolling against
     N a stops (measured 0.196 m against 0.210 m), and rolls on without it (0.61 m)."""
     v, f = uv_sphere(8, 12)
@@ -217,10 +217,12 @@ def test_a_rigid_body_lands_with_a_deforming_ones_contact(neurok):
     v = v * radius + [0.0, 0.0, radius]
     common = dict(frames=13, ground_height=0.0, velocity=(speed, 0.0, 0.0), angular_velocity=(0.0, speed / radius, 0.0),
                   restitution=0.0, friction=1.0)
-    kmap, info = neurok.body(v, f, Conditions(**common, category="continuum"), "continuum")
-    contact = ground_contact(kmap, info)
-    assert contact == {"restitution": info["contact_restitution"], "impact_restitution": 0.0,
-                       "contact_stiffness": info["contact_stiffness"], "rolling_lever": pytest.approx(float(kmap.gyration))}
+    kmap, report = neurok.body(v, f, Conditions(**common, category="continuum"), "continuum")
+    material = report.material
+    contact = material.ground_contact(float(kmap.gyration))
+    assert contact == {"restitution": material.contact_restitution, "impact_restitution": 0.0,
+                       "contact_stiffness": material.contact_stiffness,
+                       "rolling_lever": pytest.approx(material.rolling_resistance * float(kmap.gyration))}
     rolled = {}
     for name, given in (("plain", None), ("footprint", contact)):
         result = simulate(v, f, Conditions(**common, category="rigid"), contact=given)
@@ -243,9 +245,9 @@ def test_a_soft_solid_lands_on_a_ground_that_gives_as_much_as_it_does(neurok):
     soft = dataclasses.replace(neurok.materials["continuum"], contact_stiffness_ratio=16.0)
     runs = {"stiff": neurok.simulate(v, f, conditions),
             "soft": NeuROK(neurok.model, {**neurok.materials, "continuum": soft}).simulate(v, f, conditions)}
-    omega = 2 * np.pi * runs["soft"].info["frequency"]
-    assert runs["soft"].info["contact_stiffness"] == pytest.approx(16.0 * omega**2)
-    assert runs["stiff"].info["contact_stiffness"] == 1e5
+    omega = 2 * np.pi * runs["soft"].report.material.frequency
+    assert runs["soft"].report.material.contact_stiffness == pytest.approx(16.0 * omega**2)
+    assert runs["stiff"].report.material.contact_stiffness == 1e5
     sag = {name: -result.positions[-1, :, 2].min() for name, result in runs.items()}
     assert sag["stiff"] + 0.01 < sag["soft"] < 0.25 * radius  # rests on it sunk in (measured 5 and 39 mm), not through
     assert runs["soft"].substeps < runs["stiff"].substeps
@@ -270,10 +272,10 @@ def test_a_body_that_never_yields_gives_its_restitution_to_the_contact_and_one_t
                                   ("yielding", bouncy, "continuum")):
         result = model.simulate(v, f, Conditions(**common, category=category))
         vz = np.gradient(result.pose["translation"][:, 2]) * fps
-        rebound[name] = (vz.max() / -vz.min(), result.info["contact_restitution"])
+        rebound[name] = (vz.max() / -vz.min(), result.report.material.contact_restitution)
     assert [rebound[name][1] for name in ("dead", "springy", "yielding")] == [0.0, 0.5, 0.0]
-    _, info = bouncy.body(v, f, Conditions(**common, plasticity=0.0), "continuum")  # a jelly never yields
-    assert info["contact_restitution"] == 0.5
+    _, report = bouncy.body(v, f, Conditions(**common, plasticity=0.0), "continuum")  # a jelly never yields
+    assert report.material.contact_restitution == 0.5
     assert rebound["springy"][0] > rebound["dead"][0] + 0.2
     assert abs(rebound["yielding"][0] - rebound["dead"][0]) < 0.1
     # the ground's and the body's losses multiply: a ground that keeps all keeps all
@@ -286,7 +288,7 @@ def test_pull_and_release_starts_bent_and_at_rest(neurok):
     handle = [int(np.argmax(v[:, 0] + v[:, 2]))]
     conditions = Conditions(frames=3, gravity=(0.0, 0.0, 0.0), pull=Pull(handle, (0.0, 0.0, 0.03)))
     result = neurok.simulate(v, f, conditions)
-    assert result.info["pull_reached"] > 0.005  # the handle started towards the pull (a random decoder bends little)
+    assert result.report.pull_reached > 0.005  # the handle started towards the pull (a random decoder bends little)
     moved = result.positions[0, handle[0]] - v[handle[0]]
     assert moved[2] > 0.005 * 0.03
     assert result.energy["kinetic"][0] < 1e-12  # released from rest ...
@@ -296,7 +298,7 @@ def test_pull_and_release_starts_bent_and_at_rest(neurok):
 def test_rigid_keeps_the_shape_and_bad_input_is_refused(neurok):
     v, f = BOX
     result = neurok.simulate(v, f, Conditions(frames=4, category="rigid"))
-    assert result.info["category"] == "rigid"
+    assert result.report.category == "rigid"
     distances = np.linalg.norm(result.positions[-1] - result.positions[-1].mean(0), axis=1)
     np.testing.assert_allclose(distances, np.linalg.norm(v - v.mean(0), axis=1), atol=1e-5)
     for conditions, message in ((Conditions(category="foam"), "unknown category"),
@@ -317,6 +319,6 @@ def test_a_fast_spin_stays_finite_and_inside_the_prior(neurok):
                                               damping=0.0))
     assert np.isfinite(result.positions).all()
     # the wall is steep beyond sqrt(k_q) + 2.5 prior std (without it s ran past 13 to NaN)
-    assert np.linalg.norm(result.pose["reduced"], axis=1).max() < 1.5 * (np.sqrt(result.info["reduced_coordinates"]) + 2.5)
+    assert np.linalg.norm(result.pose["reduced"], axis=1).max() < 1.5 * (np.sqrt(result.report.reduced_coordinates) + 2.5)
     # energy is kept up to the integrator: the wall is stiffer than the step chosen at rest assumes
     assert np.abs(result.energy["balance"]).max() < 0.05 * result.energy["kinetic"][0]

@@ -11,7 +11,8 @@ import torch
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
-from neurok_blender.core.neurok import CategoryMaterial, NeuROK
+from neurok_blender.core.material import CategoryMaterial
+from neurok_blender.core.neurok import NeuROK
 import training.calibrate as calibrate
 from training.calibrate import calibrate_category, shape_errors_over_time, store
 from training.parent_watch import spawned_pool

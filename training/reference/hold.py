@@ -5,7 +5,7 @@ the body farthest from the handle (``anchor``) stays at rest while the handle is
 displacement, ramped in over ``RAMP`` and then held while everything else is damped still, gravity
 off. At release (frame 0) both grips let go and the body starts from rest (plus any initial
 velocity). The learned solver fits its initial state to the handle alone
-(``core.neurok.pulled_coordinates``), which on most held-out elastic bodies moves the handle a few
+(``core.initial.pulled_coordinates``), which on most held-out elastic bodies moves the handle a few
 per cent of the way; the learned space holds these shapes far better than that fit finds them
 (docs/benchmarks.md, elastic fidelity). (Articulated objects bend only at joints, so their engine finds the held
 pose by inverse kinematics with the same grips.)
