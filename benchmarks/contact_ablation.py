@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks import RESULTS, results_name, write_results
 from benchmarks.neural_fidelity import CONTACT_ABLATION, TIMES, by_category, evaluate, mean_errors, paired_difference
-from training.calibrate import positive
+from training.evaluation import positive
 
 CATEGORIES = ("continuum", "elastic")  # the categories whose contact differs from a rigid body's
 COLUMNS = ("neural", "rigid only", CONTACT_ABLATION)

@@ -31,7 +31,8 @@ from benchmarks import frame_at, results_name, write_results
 from neurok_blender.core import NeuROK
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.neural import wall_radius
-from training.calibrate import diagonal, pick_sequences, replay_conditions, shape_error
+from neurok_blender.core.trajectory import OUTPUT
+from training.evaluation import diagonal, pick_sequences, replay_conditions, shape_error
 from training.examples import rigid_alignment
 
 TIMES = (0.5, 2.0)  # s
@@ -52,7 +53,7 @@ def fit(kmap, points: torch.Tensor, target: np.ndarray, size: float, radius: flo
     best, best_norm, since = np.inf, 0.0, 0
     for _ in range(ITERATIONS):
         with torch.enable_grad():
-            y = kmap.deformed(s, points)[0]
+            y = kmap.deformed(s, OUTPUT)[0]
             rotation, translation = rigid_alignment(y.detach().numpy(), target, weights)
             aligned = y @ torch.as_tensor(rotation, dtype=y.dtype).T + torch.as_tensor(translation, dtype=y.dtype)
             loss = ((aligned - goal) ** 2).sum(-1).mean()
@@ -81,7 +82,7 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
     points = torch.as_tensor(vertices)[None]
     for kmap in maps.values():
         if kmap is not None:
-            kmap.attach(points, parts=kmap.shape.vertex_parts, output=True)
+            kmap.attach(OUTPUT, points, parts=kmap.shape.vertex_parts, output=True)
     size = diagonal(sequence)
     for t in TIMES:
         target = sequence.positions[frame_at(t, sequence.fps, len(sequence.positions))].astype(np.float64)

@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmarks import write_results
 from neurok_blender.core import NeuROK, SimulationError
-from training.calibrate import pick_sequences
+from training.evaluation import pick_sequences
 from training.corpus.conditions import conditions_of
 
 

@@ -41,7 +41,8 @@ from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.initial import pulled_coordinates
 from neurok_blender.core.simulation import simulate
-from training.calibrate import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
+from neurok_blender.core.trajectory import OUTPUT
+from training.evaluation import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
 from training.parent_watch import spawned_pool
 
 TIMES = (0.5, 1.0, 2.0)  # s
@@ -80,7 +81,7 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
         start, _ = pulled_coordinates(kmap, vertices[np.asarray(conditions.pull.vertices)],
                                       np.asarray(conditions.pull.displacement, dtype=np.float64))
     points = torch.as_tensor(vertices)[None]
-    kmap.attach(points, parts=kmap.shape.vertex_parts, output=True)
+    kmap.attach(OUTPUT, points, parts=kmap.shape.vertex_parts, output=True)
     omega, rate = 2 * np.pi * report.material.frequency, report.material.damping / 2
     damped = np.sqrt(max(omega**2 - rate**2, 0.0))
     center = rigid.pose["translation"][0]  # frame 0 is the rest pose: its centre of mass
@@ -88,7 +89,7 @@ def without_equation_of_motion(neurok: NeuROK, vertices, faces, conditions) -> n
     for t, p, rotation in zip(rigid.times, rigid.pose["translation"], rigid.pose["rotation"]):
         s = start[:, 6:] * float(np.exp(-rate * t) * np.cos(damped * t))
         with torch.no_grad():
-            shape = kmap.deformed(s, points)[0].numpy()
+            shape = kmap.deformed(s, OUTPUT)[0].numpy()
         frames.append(p + (shape - center) @ rotation.T)
     return np.asarray(frames, dtype=np.float32)
 

@@ -35,7 +35,7 @@ import numpy as np
 from benchmarks import RESULTS, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.options import DEFORMABLE
-from training.calibrate import pick_sequences, positive, replay_conditions
+from training.evaluation import pick_sequences, positive, replay_conditions
 from training.parent_watch import spawned_pool
 
 EXPLODED = 3.0

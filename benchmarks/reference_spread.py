@@ -24,7 +24,7 @@ import numpy as np
 from benchmarks import write_results
 from benchmarks.neural_fidelity import TIMES, error_at
 from neurok_blender.core.options import DEFORMABLE
-from training.calibrate import errors_over_time, pick_sequences, positive
+from training.evaluation import errors_over_time, pick_sequences, positive
 from training.generate import SAMPLERS, worker_pool
 
 GOAL = 0.02  # the goal at 2 s, over the diagonal

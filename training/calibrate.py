@@ -5,97 +5,38 @@
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
 damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
-their values at stiffness = damping = plasticity = 1 are what this script measures. For each category
-it replays training sequences (their shapes, conditions and materials, the latter as stiffness,
-damping and plasticity scales, ``training/reference/scales.py``) with the neural solver over a grid
-of frequencies, then of damping rates at the best frequency, and keeps the pair with the least mean
-shape error over the frames: the vertex error left after the best rigid
-alignment of each frame onto the reference's, relative to the bounding-box diagonal (a rollout that
-goes non-finite counts as an error of the whole diagonal). The material decides how the body
-deforms, not where it goes: after a bounce the trajectory is chaotic (the error at 2 s moved by 2x
-when only the step size changed), and fitting the plain vertex error chose materials for where a
-body happened to roll, which made the held-out shapes worse than no deformation at all (elastic 0.31 %
-of the diagonal at 2 s against 0.12 % for the rigid solver's undeformed shape).
-Categories whose reference simulator has plastic materials (continuum: MPM snow, plasticine, sand)
-then get their damping and a yield strain chosen together, from the grid of both at that frequency,
-by the mean vertex error: the yield decides how much of an impact's energy the body gives back, so
-where it goes after the impact, and hardly changes its shape (measured on 8 continuum training
-sequences at 32 Hz: the mean shape error stayed within 0.1144-0.1164 of the diagonal over the grid
-of dampings and yields, the vertex error spread over 0.357-0.489). The two are chosen together
-because the yield dissipates what the damping otherwise must: chosen first, without a yield, the
-damping takes it all. Jelly references replay with neither (``training/reference/scales.py``), so
-they weigh in the frequency and not in this choice.
-A category that yields then gets the rolling resistance of the footprint it flattens where it lands
-(``neurok_blender/core/dynamics.py``), by vertex error at that damping and yield: it decides whether a
-body that lands on a corner stops there, as the plastic references do, or tips over and rolls on
-(measured on a held-out snow mug: the reference moves 0.13 m after it lands and stops within 0.25 s;
-ours, without it and before the friction fix of ``core/contact.py``, tipped over its rim and went
-1.4 m on; on 8 continuum training sequences it takes the vertex error from 0.357 to 0.294).
-Categories whose references are elastic solids (elastic: MuJoCo flex FEM) get their damping and the
-restitution of their own give at the contact (``material.contact_restitution``) chosen together, by the
-mean vertex error: the learned coordinates' contact stops too much of a landing body at once, so it
-bounces too low (a ball dropped onto a dead ground rebounds at 0.42 of its impact speed on them alone,
-at 0.65 in the reference, ``benchmarks/elastic_bounce.py``), and where it goes after the bounce is what
-the two decide; the shape hardly changes with them (on 5 elastic training sequences at 32 Hz and 0.5 /s
-the vertex error falls from 0.436 with a dead contact to 0.262 at restitution 0.5). Their references
-damp in proportion to the stiffness (MuJoCo flex: D = beta K), so their damping rate is stored as the
-rate at stiffness 1 and grows with it (``PROPORTIONAL``, ``material.damping_rate``): a stiff body's
-ringing after a pull or an impact dies within a few periods, as in the reference, where a constant
-rate let it ring on and bounce (on the 40 held-out elastic sequences at 80 /s, beta_default omega^2
-at 32 Hz, and restitution 0.5: 0.740 of the diagonal at 2 s against the constant 0.5 /s's 0.775;
-calibrated at that rate on 10 training sequences of the references that keep their spin, the
-restitution 0.3: 0.418 dead, 0.419 at 0.15, 0.397 at 0.3, 0.402 at 0.5, rigid motion 0.411).
-Categories whose references are rigid links on joints (articulated: MuJoCo) get their damping by
-the vertex error too, over a grid that reaches past critical damping: the references' links land
-without bouncing (on the 12 plain drops among the first 25 held-out sequences their centre of mass
-rose at most 0.028 of the diagonal after the first touch, the rigid solver's 0.070 once and otherwise
-at most 0.007), while the stiff learned deformation, which hardly changes their shape (1.5 % of the
-diagonal at the touch against the reference's 13 % fold of a pair of spectacles), takes part of the
-impact and gives it back: with the shape-chosen 8 /s four of the 12 rose 0.075-0.28, and at 2 s they
-were behind rigid motion on 10 of the 12 (0.29 against 0.14 of the diagonal). On 6 training
-sequences of 48 frames the damping hardly moves the vertex error (0.888-0.953 over 2-512 /s, least at
-128 /s; rigid motion alone 0.680, with the same shape error, 0.085): it is not what keeps them behind.
-They get a yield strain with it, chosen together as for the continuum: the references' joints are
-free (no spring, a weak damping), so a body that an impact or a pull has bent keeps its new pose,
-where the learned potential springs it back and launches it; past the yield the rest shape flows to
-the pose (on the same six at 128 /s: 0.891 without a yield, 0.874 at 0.05, 0.788 at 0.02, 0.805 at
-0.01, 0.815 at 0.005; the shape error 0.0853-0.0868). Rigid links flatten no footprint: no rolling
-resistance. They then get a least damping ratio of their deformation (``material.damping_rate``), by
-vertex error at that damping and yield: the replays scale the damping by the reference's joint
-damping, 0.005-8.8 times the default over the corpus, so most replay far below critical (a median
-of about 20 /s at 32 Hz, where 402 /s is critical) and ring after every impact, where the
-references' links, whatever their joints' damping, land dead (on the six, elliptic friction cone:
-vertex error 0.656 without a floor, 0.627 at half of critical, 0.617 at critical, 0.602 at 2.5 times,
-0.572 at 5 times, the grid's edge; the shape 0.0889-0.0898).
-A SOLID category's frequency holds at the geometric mean of M / V^(1/3) over its sequences' bodies,
-stored with it as ``mass_per_length``, and every trial replays at it: a solid rings by its mass and
-size, omega^2 ~ E L / M (``material.solid_frequency_scale``). A FLOWING category's bodies that never
-yield (a continuum's jellies, replayed without plasticity) get the give of their material as the
-elastic solids do, its restitution chosen by vertex error (on 8 continuum sequences, 4 of them
-jellies: 0.320 dead, 0.318 at 0.15, 0.316 at 0.3, 0.307 at 0.5).
-A SOLID category's bodies last get the ground's spring under them, at most c omega^2 per unit mass
-(``material.contact_stiffness``), c chosen from CONTACT_RATIOS (None keeps the stiff floor) by vertex
-error: a soft body lands on a patch of itself that gives, which its few learned coordinates cannot
-make (continuum, on the same 8: 0.3073 stiff, 0.3050 at 64, 0.3007 at 16, 0.3135 at 4; on 13 other
-training jellies, one run, at 2 s: 0.825 stiff, 0.815 at 64, 0.681 at 16, 0.720 at 4; elastic, on its
-10: 0.3916 stiff and the same at 64 and 16, where the floor's spring is the softer for all ten,
-0.4112 at 4, so the stiff floor stays).
-Training sequences, so the held-out ones stay unseen for the benchmarks.
+``CategoryMaterial`` (``core/material.py``) holds their values at stiffness = damping = plasticity = 1,
+and this script measures them. For each category it replays training sequences (their shapes,
+conditions and materials, the latter as stiffness, damping and plasticity scales,
+``training/reference/scales.py``; ``training/evaluation.py``) over grids, one quantity after another,
+each at the ones chosen before:
 
-It also measures how far the training deformations reach in the reduced coordinates: the posterior
-mean of each example projected on its shape's active subspace, |s| = |A (mu - mu_cond)|. The solver
-keeps s within the prior's typical set (its wall, ``neural.py``), where the quadratic expansion of
-the decoder holds; a model whose deformations reach much further has a prior matched too loosely.
-The materials go into WEIGHTS (key "materials", rewritten atomically), everything into
+1. frequency, then damping rate, by the mean shape error over the frames (the vertex error left after
+   the best rigid alignment of each frame onto the reference's, over the bounding-box diagonal): the
+   material decides how a body deforms, not where it goes after a chaotic bounce. A SOLID category's
+   frequency holds at the geometric mean of M / V^(1/3) over its bodies (``mass_per_length``); a
+   PROPORTIONAL one's damping is the rate at stiffness 1 and grows with it (D = beta K);
+2. by the mean vertex error, the quantities that decide where the body goes and hardly change its
+   shape: FLOWING categories the damping and yield strain together (the yield dissipates what the
+   damping otherwise must), then the rolling resistance of the footprint; SPRINGY ones the damping
+   and the restitution of their give together; JOINTED ones the damping and yield strain together,
+   then a least damping ratio; a FLOWING category's bodies that never yield the restitution of their
+   give; SOLID categories last the ground's spring under them (CONTACT_RATIOS).
+
+A rollout that goes non-finite scores FAILED_ERROR. Training sequences only, so the held-out ones
+stay unseen for the benchmarks. It also measures how far the training deformations reach in the
+reduced coordinates, |s| = |A (mu - mu_cond)| of the posterior means: the solver keeps s within the
+prior's typical set (its wall), where the quadratic expansion of the decoder holds. The materials go
+into WEIGHTS (key "materials", rewritten atomically), everything into
 benchmarks/results/calibration.{json,md}; with ``--categories`` the other categories keep their
-materials and their part of the previous report.
+materials and their part of the previous report. What each grid measured and why it was chosen:
+docs/benchmarks.md, "Calibration".
 """
 
 import argparse
 import itertools
 import json
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -103,16 +44,13 @@ import torch
 
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
-from neurok_blender.core.options import DEFORMABLE
-from neurok_blender.core.mesh import bbox_diagonal
 from neurok_blender.core.material import CategoryMaterial, mass_per_length
+from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
-from training.corpus.conditions import conditions_of
-from training.corpus.shards import read_shard
-from training.examples import collate, make_example, rigid_alignment
+from training.evaluation import pick_sequences, positive, replay_conditions, shape_errors_over_time, vertex_error
+from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
-from training.reference.scales import material_conditions
-from training.train import batch_tensors, load_corpus, usable
+from training.train import batch_tensors, load_corpus
 
 FREQUENCIES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)  # Hz; up to about 50 Hz costs no extra steps (contact sets them)
 DAMPINGS = (0.5, 2.0, 8.0, 32.0)  # 1/s
@@ -135,64 +73,11 @@ MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance",
                    "contact_stiffness_ratio")  # CategoryMaterial's
 
 
-def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
-    """``per_category`` usable sequences of each deformable category, every ``spread``-th one (varied shapes)."""
-    chosen, seen = defaultdict(list), defaultdict(int)
-    for path in sorted(corpus.glob(f"*-{split}-*.npz")):
-        for sequence in read_shard(path):
-            c = sequence.category
-            if c not in DEFORMABLE or len(chosen[c]) >= per_category or not usable(sequence):
-                continue
-            if sequence.conditions.get("obstacles"):  # the neural solver knows no obstacles
-                continue
-            seen[c] += 1
-            if (seen[c] - 1) % spread == 0:
-                chosen[c].append(sequence)
-    return chosen
-
-
-def replay_conditions(sequence, **changes):
-    """The sequence's conditions for the neural solver: its category, its material as stiffness, damping
-    and plasticity scales and the ground friction it had, then ``changes``."""
-    return conditions_of(sequence, **{"category": sequence.category,
-                                      **material_conditions(sequence.category, sequence.material), **changes})
-
-
 def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarray:
     """The neural solver's frames for a sequence's shape and conditions with ``material`` as default."""
     neurok = NeuROK(model, {c: material for c in DEFORMABLE})
     conditions = replay_conditions(sequence, frames=min(frames, len(sequence.positions)))
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
-
-
-def diagonal(sequence) -> float:
-    """The bounding-box diagonal of the sequence's rest mesh: the unit of every error here."""
-    return bbox_diagonal(sequence.rest_vertices)
-
-
-def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
-    """Mean distance of the vertices to the reference per frame, over the bounding-box diagonal."""
-    reference = sequence.positions[:len(positions)].astype(np.float64)
-    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal(sequence)
-
-
-def vertex_error(positions: np.ndarray, sequence) -> float:
-    """Mean over frames of ``errors_over_time``."""
-    return float(errors_over_time(positions, sequence).mean())
-
-
-def shape_error(ours: np.ndarray, reference: np.ndarray, size: float) -> float:
-    """Mean vertex distance to the reference after the best rigid alignment onto it, over ``size``
-    (the diagonal): how wrong the shape is, whatever the pose."""
-    ours, reference = ours.astype(np.float64), reference.astype(np.float64)
-    rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
-    return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / size)
-
-
-def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
-    """``shape_error`` per frame."""
-    size = diagonal(sequence)
-    return np.array([shape_error(ours, reference, size) for ours, reference in zip(positions, sequence.positions)])
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int]:
@@ -377,13 +262,6 @@ def table(report: dict) -> str:
         lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
                      f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}.")
     return "\n".join(lines)
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def main():

@@ -11,9 +11,9 @@ _PUBLIC = {
     "INTEGRATORS": "options", "METHODS": "options", "Pull": "options",
     "Environment": "dynamics", "LagrangianSystem": "dynamics",
     "KinematicMap": "kinematics", "RigidBodyMap": "rigid",
-    "NeuROK": "neurok",
+    "NeuROK": "neurok", "BodyMaterial": "material", "CategoryMaterial": "material",
     "SimulationCancelled": "trajectory", "SimulationError": "trajectory", "rollout": "trajectory",
-    "SimulationResult": "simulation", "simulate": "simulation",
+    "Report": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -60,17 +60,14 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
     f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). The dashpot is capped at m_i |v_n| / h and friction at
     m_i |v_t| / h, forces that stop the point within one step h, so explicit steps stay stable at any
-    setting. Friction was once capped with the point's own share w_i instead: a body landing on one of
-    its 128 contact points then lost a sixth of the speed Coulomb takes (a rigid mug sliding at
-    2.2 m/s landed on its rim at 4.1 m/s and kept 2.0 m/s; with m_i it keeps 1.2, mu dv_n = 1.0), and
-    a ball on one of 3000 slipped instead of rolling; the joint cap below keeps the steps stable.
+    setting (capped with the point's own share w_i instead, a body landing on a few of its points
+    loses only part of the speed Coulomb takes); the joint cap below keeps the steps stable.
 
     ``fastest_rate(c, axes)``, when given, is the largest rate (1/s) of the damping M^-1 sum_i c_i
     J_i^T P J_i that coefficients c (B, C) add along ``axes`` (P projects on them), and the touching
     points are capped together with it: a body that lands on an edge or a corner turns about it, so
     those points move with less inertia than the mass they carry, and their dampers, each stable
-    alone, together stopped it faster than a step (measured: a pair of scissors landing on its edge
-    spun up to 250 rad/s within a frame). Dashpots and friction are each scaled so their damping
+    alone, together could stop it faster than a step. Dashpots and friction are each scaled so their damping
     stops the body within a step at most, rate h <= 1.
     """
     depth = torch.clamp(height[:, None] - x[..., 2], min=0.0)

@@ -1,4 +1,4 @@
-"""The Euler-Lagrange equations of any kinematic map (DESIGN.md section 3).
+"""The Euler-Lagrange equations of any kinematic map (docs/physics.md).
 
 With x(q) the mass points, J = dx/dq and v = J q_dot:
 
@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from .contact import damping_ratios, ground_forces, within_a_step
-from .kinematics import KinematicMap
+from .kinematics import MASS, KinematicMap
 from .rotation import right_jacobian
 
+DYNAMICS, CONTACT = "dynamics", "contact"  # the map's point sets: mass, contact and load points in one; contact alone
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
 
@@ -74,8 +75,7 @@ class LagrangianSystem:
         self.n_mass = kinematic_map.mass_points.shape[1]
         self.n_contact = self.contact_points.shape[1]
         self.all_points = torch.cat([kinematic_map.mass_points, self.contact_points, self.load_points], 1)
-        for points in (kinematic_map.mass_points, self.all_points):
-            kinematic_map.attach(points)
+        kinematic_map.attach(DYNAMICS, self.all_points)
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
@@ -90,7 +90,7 @@ class LagrangianSystem:
             # a contact point the deformation moves with little inertia gets a spring of its own mass at
             # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
-            contact_jacobian = self.map.jacobian(rest, self.all_points)[1][:, self.n_mass:self.n_mass + self.n_contact]
+            contact_jacobian = self.map.jacobian(rest, DYNAMICS)[1][:, self.n_mass:self.n_mass + self.n_contact]
             chol, _ = self.factor(self.mass_matrix(rest))
             self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
         self.rest_stiffness = self._rest_stiffness()
@@ -98,16 +98,13 @@ class LagrangianSystem:
         if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
                 and bool(kinematic_map.rigid_dofs[:3].all()):
             self.impact = _per_body(env.impact_restitution, b, dtype)
-            kinematic_map.attach(self.contact_points)
+            kinematic_map.attach(CONTACT, self.contact_points)
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
         """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot].
-
-        One call for all points: H is only used at the mass points, but splitting the call measured
-        slower for the rigid map (75.5 -> 95.9 ms/frame, box onto ground, rk4).
-        """
-        x, v, jac, hess = self.map.derivatives(q, q_dot, self.all_points)
+        One call for all points (H is only used at the mass points, but one call is the faster)."""
+        x, v, jac, hess = self.map.derivatives(q, q_dot, DYNAMICS)
         nm = self.n_mass
         jm, hm, vm = jac[:, :nm], hess[:, :nm], v[:, :nm]
         m = self.masses[..., None]
@@ -155,7 +152,7 @@ class LagrangianSystem:
         return factored
 
     def mass_matrix(self, q):
-        _, jm = self.map.jacobian(q, self.map.mass_points)
+        _, jm = self.map.jacobian(q, MASS)
         return torch.einsum("bpik,bpil->bkl", self.masses[..., None, None] * jm, jm)
 
     def solve(self, mass_matrix, rhs):
@@ -217,8 +214,7 @@ class LagrangianSystem:
         A body that yields where it lands presses a flat of itself onto the ground, and to roll or pivot
         over it must press the next one flat: the footprint's pressure sits a ahead of the contact and
         the ground's reaction turns against the roll (rolling resistance). Learned coordinates cannot
-        flatten a body that far (a held-out snow mug's reference loses a third of its height as it
-        lands), so the torque stands for the footprint they cannot make.
+        flatten a body that far, so the torque stands for the footprint they cannot make.
 
         omega = T theta_dot in the body frame, T the right Jacobian of exp at theta, so the torque does
         the work tau . omega through Q_theta = T^T tau = -c T^T T theta_dot with
@@ -257,7 +253,7 @@ class LagrangianSystem:
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
         if self.impact is None:
             return q_dot, incoming, dissipated
-        touching = self.map.embed(q, self.contact_points)[..., 2].amin(1) < self.env.ground_height
+        touching = self.map.embed(q, CONTACT)[..., 2].amin(1) < self.env.ground_height
         incoming = torch.where(touching & torch.isnan(incoming), (-q_dot_before[:, 2]).clamp(min=0.0), incoming)
         leaving = ~touching & ~torch.isnan(incoming)
         if not bool(leaving.any()):
@@ -307,7 +303,7 @@ class LagrangianSystem:
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic, internal potential, gravity potential and contact spring energy per body (J)."""
-        x, jac = self.map.jacobian(q, self.all_points)
+        x, jac = self.map.jacobian(q, DYNAMICS)
         v = torch.einsum("bpik,bk->bpi", jac, q_dot)
         nm, nc = self.n_mass, self.n_contact
         m = self.masses

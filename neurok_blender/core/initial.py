@@ -12,7 +12,7 @@ or under a pull the shape that moves the handle by the pull's displacement (``pu
 import numpy as np
 import torch
 
-from .kinematics import KinematicMap
+from .kinematics import MASS, KinematicMap
 from .neural import NeuralBodyMap
 from .options import Conditions
 
@@ -20,6 +20,7 @@ GAUSS_NEWTON_ITERATIONS = 30
 TOLERANCE = 1e-12
 PULL_ITERATIONS = 30
 PULL_REGULARIZATION = 1e-4  # Levenberg-Marquardt damping relative to the mean diagonal of J^T J
+HANDLE = "handle"  # the map's point set of the pull's handle
 
 
 def initial_state(kmap: KinematicMap, conditions: Conditions, vertices: np.ndarray, center: torch.Tensor):
@@ -30,9 +31,9 @@ def initial_state(kmap: KinematicMap, conditions: Conditions, vertices: np.ndarr
     if conditions.pull is not None:
         start, reached = pulled_coordinates(kmap, vertices[np.asarray(conditions.pull.vertices)],
                                             np.asarray(conditions.pull.displacement, dtype=np.float64))
-    held = kmap.embed(start, kmap.mass_points)
+    held = kmap.embed(start, MASS)
     velocities = velocity_field(conditions, held, center)
-    q0, q_dot0 = fit_initial_state(kmap, kmap.mass_points, held, velocities, kmap.masses, start=start)
+    q0, q_dot0 = fit_initial_state(kmap, MASS, held, velocities, kmap.masses, start=start)
     return q0, q_dot0, reached
 
 
@@ -42,20 +43,20 @@ def velocity_field(conditions: Conditions, points: torch.Tensor, center: torch.T
     return torch.as_tensor(conditions.velocity, dtype=points.dtype) + torch.cross(omega, points - center, dim=-1)
 
 
-def fit_initial_state(kmap: KinematicMap, points, targets, velocities, weights, start=None):
-    """Fit (q0, q_dot0) of shape (B, n) to target positions and velocities (B, P, 3) of rest points
-    (B, P, 3); the position fit starts from ``start`` (default: the rest coordinates)."""
+def fit_initial_state(kmap: KinematicMap, name: str, targets, velocities, weights, start=None):
+    """Fit (q0, q_dot0) of shape (B, n) to target positions and velocities (B, P, 3) of the points
+    attached as ``name``; the position fit starts from ``start`` (default: the rest coordinates)."""
     q = kmap.rest_coordinates() if start is None else start
     w = weights[..., None, None]
     for _ in range(GAUSS_NEWTON_ITERATIONS):
-        x, jac = kmap.jacobian(q, points)
+        x, jac = kmap.jacobian(q, name)
         residual = x - targets
         if residual.abs().max() <= TOLERANCE * (targets.abs().max() + 1):
             break
         normal = torch.einsum("bpik,bpil->bkl", w * jac, jac)
         step = torch.linalg.solve(normal, -torch.einsum("bpik,bpi->bk", w * jac, residual))
         q = q + step
-    _, jac = kmap.jacobian(q, points)
+    _, jac = kmap.jacobian(q, name)
     normal = torch.einsum("bpik,bpil->bkl", w * jac, jac)
     q_dot = torch.linalg.solve(normal, torch.einsum("bpik,bpi->bk", w * jac, velocities))
     return q, q_dot
@@ -72,11 +73,11 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
     is not forced).
     """
     points = torch.as_tensor(handle, dtype=kmap.dtype)[None]
-    kmap.attach(points)
+    kmap.attach(HANDLE, points)
     target = points + torch.as_tensor(displacement, dtype=kmap.dtype)
     q = kmap.rest_coordinates()
     for _ in range(PULL_ITERATIONS):
-        x, jac = kmap.jacobian(q, points)
+        x, jac = kmap.jacobian(q, HANDLE)
         js = jac[..., 6:].reshape(-1, jac.shape[-1] - 6)
         residual = (x - target).reshape(-1)
         normal = js.T @ js
@@ -88,6 +89,6 @@ def pulled_coordinates(kmap: NeuralBodyMap, handle: np.ndarray, displacement: np
         q = torch.cat([q[:, :6], reduced], 1)
         if done:
             break
-    moved = (kmap.embed(q, points) - points).mean(1)[0].numpy()
+    moved = (kmap.embed(q, HANDLE) - points).mean(1)[0].numpy()
     reach = float(moved @ displacement / max(displacement @ displacement, 1e-30))
     return q, reach

@@ -7,13 +7,19 @@ this one differentiable function, so rigid, articulated and learned coordinates 
 import torch
 from torch.func import jvp, vmap
 
+MASS = "mass"  # the point set every map has: its mass points
+
 
 class KinematicMap:
-    """Base class. Subclasses set the attributes below and implement ``embed``.
+    """Base class. Subclasses call ``super().__init__()``, set the attributes below and implement ``embed``.
 
-    mass_points: (B, N, 3) rest positions of the points that carry the mass
+    mass_points: (B, N, 3) rest positions of the points that carry the mass (the point set MASS)
     masses:      (B, N)    their masses in kg (zero for padding)
     rigid_dofs:  (n,) bool coordinates of rigid motion, left alone by Rayleigh damping
+
+    Points are asked about by name: a caller attaches a named set of material points once
+    (``attach``), and ``embed``, ``jacobian`` and ``derivatives`` take that name, so a learned map
+    prepares each set once (its neighbours among the query points, its expansion) and finds it again.
 
     ``jacobian`` and ``derivatives`` work for any differentiable ``embed`` through forward-mode
     products; a map may override them with closed forms (the rigid map does, about 20x faster).
@@ -23,6 +29,9 @@ class KinematicMap:
     masses: torch.Tensor
     rigid_dofs: torch.Tensor
     orientation: torch.Tensor | None = None  # R_ref (B, 3, 3) of maps whose rotation vector starts from it
+
+    def __init__(self):
+        self.point_sets: dict[str, torch.Tensor] = {}
 
     @property
     def batch(self) -> int:
@@ -40,26 +49,36 @@ class KinematicMap:
         """q of the undeformed body where it stands: (B, n)."""
         return torch.zeros(self.batch, self.n_dof, dtype=self.dtype)
 
-    def attach(self, points: torch.Tensor, output: bool = False) -> None:
-        """Prepare for material points (B, P, 3) that ``embed`` will be asked about (called before any
-        transform runs: a learned map finds their neighbours among its query points here).
-        ``output=True``: the points are only drawn, never differentiated."""
+    def attach(self, name: str, points: torch.Tensor, parts=None, output: bool = False) -> None:
+        """Name material points (B, P, 3) given at rest, to be asked about as ``name`` (called before
+        any transform runs: a learned map finds their neighbours among its query points here, each
+        point among its part's, ``parts`` (P,) when known). Attaching a name again with other points
+        replaces them. ``output=True``: the points are only drawn, never differentiated."""
+        self.point_sets[name] = points
 
-    def embed(self, q: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
-        """World positions (B, P, 3) at q of the material points given at rest (B, P, 3)."""
+    def points(self, name: str) -> torch.Tensor:
+        """The rest positions (B, P, 3) attached as ``name``."""
+        if name == MASS:
+            return self.mass_points
+        if name not in self.point_sets:
+            raise KeyError(f"no points attached to the map as {name!r} (KinematicMap.attach)")
+        return self.point_sets[name]
+
+    def embed(self, q: torch.Tensor, name: str) -> torch.Tensor:
+        """World positions (B, P, 3) at q of the material points attached as ``name``."""
         raise NotImplementedError
 
-    def jacobian(self, q, points):
+    def jacobian(self, q, name):
         """x (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction."""
         eye = torch.eye(q.shape[1], dtype=q.dtype)
-        jac = vmap(lambda d: jvp(lambda qq: self.embed(qq, points), (q,), (d.expand_as(q),))[1], out_dims=-1)(eye)
-        return self.embed(q, points), jac
+        jac = vmap(lambda d: jvp(lambda qq: self.embed(qq, name), (q,), (d.expand_as(q),))[1], out_dims=-1)(eye)
+        return self.embed(q, name), jac
 
-    def derivatives(self, q, q_dot, points):
+    def derivatives(self, q, q_dot, name):
         """x, v = J q_dot, J and H with H[..., k] = d(J q_dot)/dq_k, from nested jvps (no Hessian)."""
 
         def position_and_velocity(qq):
-            return jvp(lambda c: self.embed(c, points), (qq,), (q_dot,))
+            return jvp(lambda c: self.embed(c, name), (qq,), (q_dot,))
 
         def column(direction):
             _, (dx, dv) = jvp(position_and_velocity, (q,), (direction.expand_as(q),))

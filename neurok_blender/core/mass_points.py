@@ -13,7 +13,7 @@ A body with mirror planes (``mirror.py``, G of |G| > 1 reflections) gets a mirro
 count / |G| samples and their images under every g in G, each with 1/|G| of its sample's mass, then
 the moments matched (their solution is unique, so it is as symmetric as the points). Random samples
 alone are lopsided: unequal masses at mirrored places put the pressure of a flat landing off centre,
-and the body tilts and drifts (measured in ``neural.py``).
+and the body tilts and drifts.
 """
 
 import numpy as np
@@ -36,10 +36,8 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
                     seed: int = 0, mirrors: MirrorGroup | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface"), deterministic: the
     samples of ``sampled_points`` reweighted to the mesh's exact mass, centre and inertia
-    (``mesh.mass_properties``), the ones the rigid solver uses: 512 random surface samples put the
-    centre of a sheet 1-2 % of its size off, and the surface share makes a solid's inertia 4-13 %
-    too large (held-out shapes), enough to tumble and bounce differently from the same body solved
-    as rigid. With ``mirrors`` (the mesh's ``mirror.MirrorGroup``) of more than the identity the
+    (``mesh.mass_properties``), the ones the rigid solver uses, so a body tumbles and bounces as the
+    same body solved as rigid (random samples alone put a sheet's centre and a solid's inertia off). With ``mirrors`` (the mesh's ``mirror.MirrorGroup``) of more than the identity the
     points are ``symmetric_points``: g(x_i) is a point of the same mass as x_i for every g in G."""
     if mirrors is not None and mirrors.size > 1:
         points, masses, where, groups = symmetric_points(vertices, faces, mass, mirrors, count, seed)
@@ -77,8 +75,7 @@ def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: 
 
     A solid of several loose parts (an articulated object) gives each part the share of the mass its
     volume has, as the reference simulators do, and samples each part on its own: one grid over all
-    of them hits a thin part by chance (measured: a held-out door's handle got 4.4 % of the mass for
-    3.0 % of the volume; now 3.0 %).
+    of them would hit a thin part by chance.
     """
     rng = np.random.default_rng(seed)
     parts = loose_parts(faces, len(vertices))[faces[:, 0]]  # part of each triangle

@@ -3,8 +3,7 @@
 The dynamics differentiate the decoder twice in forward mode (nested jvp), so every piece here must
 have correct second forward derivatives. Two torch kernels do not (torch 2.13, CPU): the fused
 scaled_dot_product_attention has no forward-mode derivative, so attention is written out as
-softmax(q k^T / sqrt(d)) v; and nn.LayerNorm's jvp-of-jvp is wrong (measured: error 1.09 against a
-finite difference of 1.98, which made a conservative rollout gain 2 % energy in 5 frames), so
+softmax(q k^T / sqrt(d)) v; and nn.LayerNorm's jvp-of-jvp is wrong (docs/physics.md), so
 ``LayerNorm`` below is written with elementwise operations.
 """
 

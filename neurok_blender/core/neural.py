@@ -28,8 +28,7 @@ is measured against the spring itself; S = sqrt(k_q) + WALL_MARGIN is
 the edge of the prior's typical set (|s| of a k_q-dimensional standard normal is about sqrt(k_q),
 within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is steep beyond it.
 Without it a spinning body could soften along a curved latent direction (the centrifugal term
-sum m r . d2y/ds2 beats the spring) and run off (measured: s reached 13 and the rollout went
-non-finite at 0.15 s, a 3.6 rad/s spin).
+sum m r . d2y/ds2 beats the spring) and run off, out of the space the decoder was trained on.
 
 Plasticity: the springs pull towards a plastic rest shape y(s_p), s_p = 0 at the start,
 
@@ -65,10 +64,10 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from .options import EXPANSIONS
-from .kinematics import KinematicMap
+from .kinematics import MASS, KinematicMap
 from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
+from .options import EXPANSIONS
 from .reduction import Subspace
 from .rigid import posed_derivatives, posed_jacobian
 from .rotation import body_angular_velocity, exp_so3
@@ -129,6 +128,7 @@ class NeuralBodyMap(KinematicMap):
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
                  frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
                  mirrors: MirrorGroup | None = None):
+        super().__init__()
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
@@ -152,9 +152,9 @@ class NeuralBodyMap(KinematicMap):
         inertia = torch.einsum("p,pk,pk->", m, arms, arms) * torch.eye(3, dtype=dtype) - torch.einsum("p,pi,pj->ij", m, arms, arms)
         self._inverse_inertia = torch.linalg.inv(inertia)
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
-        self._skins = {}
-        self.attach(self.mass_points)
-        _, jacobian = self.jacobian(self.rest_coordinates(), self.mass_points)
+        self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
+        self.attach(MASS, self.mass_points)
+        _, jacobian = self.jacobian(self.rest_coordinates(), MASS)
         moved = jacobian[..., 6:]
         self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
         self.wall_radius = wall_radius(k)
@@ -169,7 +169,7 @@ class NeuralBodyMap(KinematicMap):
     def reduced_size(self) -> int:
         return self.n_dof - 6
 
-    def attach(self, points, parts=None, output=False):
+    def attach(self, name, points, parts=None, output=False):
         """Each point follows the query points of its part: ``parts`` (P,) when known (the mesh's own
         vertices), else the part of its nearest mesh vertex.
 
@@ -183,9 +183,9 @@ class NeuralBodyMap(KinematicMap):
         identity, the image's nearest vertex's for the others), and the field is the block-diagonal
         sum over g of g Y(g x), g Z(g x) (module docstring).
         """
-        key = (points.data_ptr(), tuple(points.shape))
-        if key in self._skins:
+        if name in self._skins and self.points(name) is points:
             return
+        super().attach(name, points)
         zero = torch.zeros(self.block, dtype=self.dtype)
         images, firsts, seconds = [], [], []
         for index in range(self.mirrors.size):
@@ -211,7 +211,7 @@ class NeuralBodyMap(KinematicMap):
                 self._frame = (self._rigid_part(first), self._rigid_part(second))
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
-        self._skins[key] = (images, field)
+        self._skins[name] = (images, field)
 
     def _reflect_vectors(self, index, u):
         """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
@@ -252,20 +252,20 @@ class NeuralBodyMap(KinematicMap):
         r = arms.reshape(*arms.shape, *([1] * extra))
         return t[:, None] + torch.cross(w[:, None].expand(-1, r.shape[1], *w.shape[1:]), r.expand(-1, -1, *w.shape[1:]), dim=2)
 
-    def _skin(self, points):
-        key = (points.data_ptr(), tuple(points.shape))  # the engine passes the same point tensors every call
-        if key not in self._skins:
-            raise KeyError("embed was asked about points never attached to the map (KinematicMap.attach)")
-        return self._skins[key]
+    def _skin(self, name):
+        if name not in self._skins:
+            raise KeyError(f"no points attached to the map as {name!r} (KinematicMap.attach)")
+        return self._skins[name]
 
     def _move(self, s, model_points, skin, motions=None):
         rotation, displacement = (motions or self.motions)(s)
         return deform(self.queries, rotation, displacement, model_points, skin, self.dual_quaternion)
 
-    def deformed(self, s, points):
-        """y(s) (B, P, 3): the points moved by the deformation alone, world units, body at rest pose,
+    def deformed(self, s, name):
+        """y(s) (B, P, 3): the points attached as ``name`` moved by the deformation alone, world units, body at rest pose,
         without its rigid part (mean-axis frame: sum m u = 0 and sum m r x u = 0 over the mass points)."""
-        images, field = self._skin(points)
+        images, field = self._skin(name)
+        points = self.points(name)
         if field is not None:
             first, second = field
             return points + torch.einsum("bpik,bk->bpi", first, s) + 0.5 * torch.einsum("bpikl,bk,bl->bpi", second, s, s)
@@ -275,40 +275,40 @@ class NeuralBodyMap(KinematicMap):
             t = torch.einsum("bik,bk->bi", t1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", t2, s, s)
             w = torch.einsum("bik,bk->bi", w1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", w2, s, s)
         else:  # the network: the rigid part of the mass points' own displacement
-            t, w = self._rigid_part(self._mirrored(s, self._skin(self.mass_points)[0]))
+            t, w = self._rigid_part(self._mirrored(s, self._skin(MASS)[0]))
         return points + raw - self._rigid_motion(points - self.center, t, w)
 
-    def embed(self, q, points):
+    def embed(self, q, name):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
-        return q[:, None, :3] + (self.deformed(q[:, 6:], points) - self.center) @ rotation.transpose(1, 2)
+        return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
-    def jacobian(self, q, points):
-        field = self._skin(points)[1]
+    def jacobian(self, q, name):
+        field = self._skin(name)[1]
         if field is None:
-            return super().jacobian(q, points)
+            return super().jacobian(q, name)
         first, second = field
         r_s = first + torch.einsum("bpikl,bl->bpik", second, q[:, 6:])
-        return posed_jacobian(self.orientation, q, self.deformed(q[:, 6:], points) - self.center, r_s)
+        return posed_jacobian(self.orientation, q, self.deformed(q[:, 6:], name) - self.center, r_s)
 
-    def derivatives(self, q, q_dot, points):
-        field = self._skin(points)[1]
+    def derivatives(self, q, q_dot, name):
+        field = self._skin(name)[1]
         if field is None:
-            return super().derivatives(q, q_dot, points)
+            return super().derivatives(q, q_dot, name)
         first, second = field
         s, s_dot = q[:, 6:], q_dot[:, 6:]
         r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
         r_ss_dot = torch.einsum("bpikl,bl->bpik", second, s_dot)
-        return posed_derivatives(self.orientation, q, q_dot, self.deformed(s, points) - self.center, r_s,
+        return posed_derivatives(self.orientation, q, q_dot, self.deformed(s, name) - self.center, r_s,
                                  torch.einsum("bpik,bk->bpi", r_s, s_dot), r_ss_dot)
 
     def set_plastic_rest(self, s_p):
         """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
         self.plastic_rest = s_p
-        self.plastic_shape = self.deformed(s_p, self.mass_points)
+        self.plastic_shape = self.deformed(s_p, MASS)
 
     def stretch(self, s):
         """y(s) - y(s_p) at the mass points (B, P, 3): how far the springs are stretched."""
-        return self.deformed(s, self.mass_points) - self.plastic_shape
+        return self.deformed(s, MASS) - self.plastic_shape
 
     def potential(self, q):
         """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring)."""
@@ -323,7 +323,7 @@ class NeuralBodyMap(KinematicMap):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
         u = y(s) - y(s_p), y(s) = xbar + Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network
         (exact) goes by autograd."""
-        field = self._skin(self.mass_points)[1]
+        field = self._skin(MASS)[1]
         if field is None:
             return None
         first, second = field
@@ -336,7 +336,7 @@ class NeuralBodyMap(KinematicMap):
 
     def strain(self, s):
         """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of gyration."""
-        return self._strain_at(self.deformed(s, self.mass_points))
+        return self._strain_at(self.deformed(s, MASS))
 
     def _strain_at(self, shape):
         """``strain`` from y(s) at the mass points, for a caller that holds it while s_p moves."""
@@ -351,7 +351,7 @@ class NeuralBodyMap(KinematicMap):
         if self.yield_strain is None:  # never yields
             return super().flow(q)
         s = q[:, 6:]
-        shape = self.deformed(s, self.mass_points)  # y(s): decoded once, only s_p moves below
+        shape = self.deformed(s, MASS)  # y(s): decoded once, only s_p moves below
         strain = first = self._strain_at(shape)
         if not bool((strain > self.yield_strain).any()):
             return torch.zeros_like(strain)

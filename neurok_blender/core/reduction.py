@@ -64,8 +64,7 @@ def drop_massless(subspace: Subspace, reduced_mass: torch.Tensor, mass: float, s
 
     A direction below it hardly moves the body to first order, yet the decoder's curvature moves it
     further out: loads meet almost no inertia along it and drive s far, where that curvature folds
-    the map (measured: a held-out elastic drop whose directions moved 0.02-0.3 % of its size went
-    non-finite at the first ground contact; a random decoder under a 3 N push, in one step)."""
+    the map."""
     eigenvalues, vectors = torch.linalg.eigh(reduced_mass.to(subspace.basis.dtype))
     eigenvalues, vectors = eigenvalues.flip(0), vectors.flip(1)
     keep = eigenvalues >= mass * (floor * size) ** 2

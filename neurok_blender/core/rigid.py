@@ -16,6 +16,7 @@ class RigidBodyMap(KinematicMap):
     """
 
     def __init__(self, centers, mass_points, masses, dtype=torch.float64):
+        super().__init__()
         self.centers = torch.as_tensor(np.asarray(centers), dtype=dtype)  # (B, 3) rest centre of mass
         self.mass_points = torch.as_tensor(np.asarray(mass_points), dtype=dtype)
         self.masses = torch.as_tensor(np.asarray(masses), dtype=dtype)
@@ -35,15 +36,15 @@ class RigidBodyMap(KinematicMap):
     def rotation(self, q: torch.Tensor) -> torch.Tensor:
         return self.orientation @ exp_so3(q[:, 3:])
 
-    def embed(self, q, points):
-        offsets = points - self.centers[:, None, :]
+    def embed(self, q, name):
+        offsets = self.points(name) - self.centers[:, None, :]
         return q[:, None, :3] + offsets @ self.rotation(q).transpose(1, 2)
 
-    def jacobian(self, q, points):
-        return posed_jacobian(self.orientation, q, points - self.centers[:, None, :])
+    def jacobian(self, q, name):
+        return posed_jacobian(self.orientation, q, self.points(name) - self.centers[:, None, :])
 
-    def derivatives(self, q, q_dot, points):
-        return posed_derivatives(self.orientation, q, q_dot, points - self.centers[:, None, :])
+    def derivatives(self, q, q_dot, name):
+        return posed_derivatives(self.orientation, q, q_dot, self.points(name) - self.centers[:, None, :])
 
     def recenter(self, q, q_dot):
         """R_ref <- R_ref exp(theta), theta <- 0, theta_dot <- body angular velocity J_r(theta) theta_dot."""

@@ -22,7 +22,7 @@ from .material import BodyMaterial
 from .mesh import check_mesh, contact_samples
 from .options import Conditions
 from .rigid import RigidBodyMap
-from .trajectory import rollout
+from .trajectory import OUTPUT, rollout
 
 DTYPE = torch.float64
 
@@ -99,7 +99,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
 
     out = output_points(v if points is None else points)
     if points is None and report.reduced_coordinates:
-        kmap.attach(out, parts=kmap.shape.vertex_parts, output=True)  # each vertex follows its own part
+        kmap.attach(OUTPUT, out, parts=kmap.shape.vertex_parts, output=True)  # each vertex follows its part
     trajectory = rollout(LagrangianSystem(kmap, env), q0, q_dot0, conditions.frames, conditions.fps,
                          conditions.integrator, output_points=out, substeps=conditions.substeps, progress=progress)
     return SimulationResult(positions=trajectory.points[:, 0], times=trajectory.times,
@@ -115,8 +115,8 @@ def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
     that it starts on it: (vertices, points, conditions with the forces' points moved along, d in m).
 
     Left where it is, the ground's spring would push it out with the energy k d^2 / 2 per unit mass,
-    at about d sqrt(k) = 316 d /s on the stiff floor: Blender's default cube, half in the ground,
-    left at about 100 m/s. d = 0 for a body above the ground or without one.
+    at about d sqrt(k) = 316 d /s on the stiff floor (k = 1e5 /s^2). d = 0 for a body above the
+    ground or without one.
     """
     if conditions.ground_height is None:
         return vertices, points, conditions, 0.0
@@ -124,10 +124,10 @@ def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
     if depth <= 0:
         return vertices, points, conditions, 0.0
     up = np.array([0.0, 0.0, depth])
-    forces = [force if force.point is None else replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
+    forces = [force if force.point is None else dataclasses.replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
               for force in conditions.forces]
     return (vertices + up, None if points is None else np.asarray(points, dtype=np.float64) + up,
-            replace(conditions, forces=forces), depth)
+            dataclasses.replace(conditions, forces=forces), depth)
 
 
 def output_points(points):

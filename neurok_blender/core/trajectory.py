@@ -9,7 +9,10 @@ import torch
 
 from .dynamics import LagrangianSystem
 from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
+from .kinematics import MASS
 from .options import AUTO
+
+OUTPUT = "output"  # the map's point set drawn every frame (rollout's output_points)
 
 MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
@@ -52,11 +55,8 @@ def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None)
     """``auto``: whichever of RK4 and leapfrog takes fewer force evaluations a frame. RK4, fourth order
     at four evaluations a step, needs steps for the springs and for the Rayleigh damping (c h <=
     STEP_DECAY); leapfrog takes the damping implicitly and needs only the springs', but smaller ones
-    (second order) at about five evaluations each. Articulated links at ten times critical damping,
-    4020 /s against a 316 rad/s contact, take 168 RK4 steps a frame or 27 leapfrog ones: 25 held-out
-    replays (at five times critical) in 1993 s of one core with RK4 and 987 s with leapfrog, at the
-    same error (docs/physics.md). Where the springs set the steps RK4 is the cheaper (elastic held-out replays
-    took 1.4 times as long with leapfrog)."""
+    (second order) at about five evaluations each: leapfrog for heavily damped bodies, RK4 where the
+    springs set the steps (docs/physics.md, "Integrators and step sizes")."""
     return method if method != AUTO else cheaper_method(*system.fastest_rates(q))
 
 
@@ -93,13 +93,11 @@ def rate_substeps(omega: float, decay: float, fps: float, method: str) -> int:
 def relaxing_start(system: LagrangianSystem, method: str, substeps: int | None) -> bool:
     """Whether the run sizes its method and steps at rest and each frame by the state it starts from,
     rather than the whole run by its start: so for a damped body when the steps are automatic. A
-    pulled start sits on the learned potential's wall, 5-20 times as stiff as at rest (articulated
-    held-out bodies: omega 1400-6000 rad/s against the contact's 316), and the damping relaxes it within
-    frames; sized by it, a 1000-frame run of a pulled pair of scissors took 168 RK4 steps every frame.
+    pulled start sits on the learned potential's wall, 5-20 times as stiff as at rest, and the damping
+    relaxes it within frames; sized by it, every frame would take the wall's steps.
     A frame that starts stiffer than rest also takes the method its start makes cheaper (``auto``): a
     heavily damped body runs leapfrog at rest, but on the wall RK4's steps, set by the spring at
-    omega h <= 1, are fewer than leapfrog's at 0.5 and far more accurate (leapfrog's damping,
-    backward Euler within a kick, was off by 0.9 % of the pull after the first frame in the test).
+    omega h <= 1, are fewer than leapfrog's at 0.5 and more accurate than its backward-Euler damping.
     An undamped body keeps its start's energy and comes back to its stiffness, so it keeps the start's
     steps throughout."""
     return not substeps and method not in ADAPTIVE and system.damped
@@ -146,7 +144,7 @@ def rollout(
         substeps = max(substeps, chart_substeps(system, fps, q_dot0))
     else:
         substeps = choose_substeps(system, fps, method, sized_at, q_dot0)
-    system.map.attach(output_points, output=True)
+    system.map.attach(OUTPUT, output_points, output=True)
     dt = 1.0 / fps
     q, q_dot, refined = q0, q_dot0, 0
     incoming = torch.full((q.shape[0],), torch.nan, dtype=q.dtype)  # an impact's incoming speed (restitute)
@@ -156,7 +154,7 @@ def rollout(
 
     def record(e):
         e["load_work"], e["dissipated"] = work, dissipated
-        pts = system.map.embed(q, output_points).detach().to(torch.float32)
+        pts = system.map.embed(q, OUTPUT).detach().to(torch.float32)
         pose = {k: v.detach().clone() for k, v in system.map.pose(q).items()}
         rows.append((q.detach().clone(), q_dot.detach().clone(), pts, {k: v.detach().clone() for k, v in e.items()}, pose))
 
@@ -227,7 +225,7 @@ def _energy_scale(e, work, dissipated):
 def _energy_floor(system: LagrangianSystem):
     """M (|g| L + 1 m^2/s^2): the energy of a fall by the body's size plus a walking pace, so a body
     at rest still has a scale (J, per body)."""
-    points = system.map.embed(system.map.rest_coordinates(), system.map.mass_points)
+    points = system.map.embed(system.map.rest_coordinates(), MASS)
     size = (points.amax(1) - points.amin(1)).norm(dim=-1)
     return system.masses.sum(-1) * (system.gravity.norm() * size + 1.0)
 

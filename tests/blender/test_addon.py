@@ -328,3 +328,9 @@ def _triangles(obj):
     tris = np.zeros(len(obj.data.loop_triangles) * 3, dtype=np.int32)
     obj.data.loop_triangles.foreach_get("vertices", tris)
     return tris.reshape(-1, 3)
+
+
+def test_the_api_reference_is_in_step_with_the_docstrings():
+    from tools.api_reference import OUTPUT, reference
+
+    assert OUTPUT.read_text() == reference(), "docs/api.md is out of step: run python -m tools.api_reference"

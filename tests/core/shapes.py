@@ -16,30 +16,32 @@ class PendulumMap(KinematicMap):
     """
 
     def __init__(self, length=1.0, mass=1.0):
+        super().__init__()
         self.length = length
         self.mass_points = torch.tensor([[[0.0, 0.0, -length]]], dtype=torch.float64)
         self.masses = torch.tensor([[mass]], dtype=torch.float64)
         self.rigid_dofs = torch.tensor([False])
 
-    def embed(self, q, points):
+    def embed(self, q, name):
         c, s = torch.cos(q[:, 0]), torch.sin(q[:, 0])
         zero, one = torch.zeros_like(c), torch.ones_like(c)
         rot = torch.stack([torch.stack([c, zero, -s], -1), torch.stack([zero, one, zero], -1),
                            torch.stack([s, zero, c], -1)], -2)
-        return points @ rot.transpose(1, 2)
+        return self.points(name) @ rot.transpose(1, 2)
 
 
 class SpringMap(KinematicMap):
     """A point mass sliding along x with the potential V = k s^2 / 2."""
 
     def __init__(self, stiffness=4.0, mass=1.0):
+        super().__init__()
         self.stiffness = stiffness
         self.mass_points = torch.zeros(1, 1, 3, dtype=torch.float64)
         self.masses = torch.tensor([[mass]], dtype=torch.float64)
         self.rigid_dofs = torch.tensor([False])
 
-    def embed(self, q, points):
-        return points + q[:, None, :1] * torch.tensor([1.0, 0.0, 0.0], dtype=q.dtype)
+    def embed(self, q, name):
+        return self.points(name) + q[:, None, :1] * torch.tensor([1.0, 0.0, 0.0], dtype=q.dtype)
 
     def potential(self, q):
         return 0.5 * self.stiffness * q[:, 0] ** 2

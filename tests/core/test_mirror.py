@@ -19,6 +19,7 @@ from neurok_blender.core.neural import NeuralBodyMap
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.simulation import DTYPE, environment, output_points
+from neurok_blender.core.trajectory import OUTPUT
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
                    encoder_points=128, queries=32)
@@ -65,7 +66,7 @@ def drop(model, vertices, faces, mirrors, frames=10):
     env = dataclasses.replace(environment(conditions, vertices), damping=0.5)
     system = LagrangianSystem(kmap, env)
     out = output_points(vertices)
-    kmap.attach(out, parts=kmap.shape.vertex_parts, output=True)
+    kmap.attach(OUTPUT, out, parts=kmap.shape.vertex_parts, output=True)
     trajectory = rollout(system, kmap.rest_coordinates(), torch.zeros(1, kmap.n_dof, dtype=DTYPE), conditions.frames,
                          conditions.fps, conditions.integrator, output_points=out, substeps=conditions.substeps)
     return kmap, trajectory
@@ -136,14 +137,14 @@ def test_the_mirrored_deformation_is_mirror_equivariant(model, expansion):
     s = torch.as_tensor(np.random.default_rng(3).normal(size=(1, kmap.reduced_size)))
     center = torch.as_tensor(group.center)
     signs = [tuple(g) for g in group.signs]
-    every = [group.reflect(points, index) for index in range(group.size)]  # held: the map knows points by address
-    for index, images in enumerate(every):
-        kmap.attach(points, output=expansion == "drawn")
-        kmap.attach(images, output=expansion == "drawn")
+    kmap.attach("points", points, output=expansion == "drawn")
+    for index in range(group.size):
+        images = group.reflect(points, index)
+        kmap.attach("images", images, output=expansion == "drawn")
         permuted = torch.cat([s[:, 3 * signs.index(tuple(h * group.signs[index])):][:, :3] for h in group.signs], 1)
         with torch.no_grad():
-            at_images = kmap.deformed(s, images)
-            mirrored = center + (kmap.deformed(permuted, points) - center) * torch.as_tensor(group.signs[index])
+            at_images = kmap.deformed(s, "images")
+            mirrored = center + (kmap.deformed(permuted, "points") - center) * torch.as_tensor(group.signs[index])
         assert (at_images - images).abs().max() > 1e-3  # it deforms
         torch.testing.assert_close(at_images, mirrored, atol=1e-12, rtol=0)
 

@@ -6,6 +6,7 @@ import torch
 
 from neurok_blender.core import Environment, LagrangianSystem, rollout
 from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.kinematics import MASS
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.options import EXPANSIONS
 from neurok_blender.core.neural import NeuralBodyMap
@@ -39,14 +40,14 @@ def body(request):
 def test_the_rest_coordinates_give_the_rest_shape_and_the_jacobian_its_derivative(body):
     kmap, _ = body
     q0 = kmap.rest_coordinates()
-    torch.testing.assert_close(kmap.embed(q0, kmap.mass_points), kmap.mass_points)
+    torch.testing.assert_close(kmap.embed(q0, MASS), kmap.mass_points)
     q = q0 + torch.tensor([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2, 0.5, -0.4, 0.3]], dtype=torch.float64)
-    x, jac = kmap.jacobian(q, kmap.mass_points)
+    x, jac = kmap.jacobian(q, MASS)
     h = 1e-6
     for k in range(q.shape[1]):
         e = torch.zeros_like(q)
         e[0, k] = h
-        column = (kmap.embed(q + e, kmap.mass_points) - kmap.embed(q - e, kmap.mass_points)) / (2 * h)
+        column = (kmap.embed(q + e, MASS) - kmap.embed(q - e, MASS)) / (2 * h)
         torch.testing.assert_close(jac[..., k], column, atol=1e-7, rtol=1e-6)
     assert jac[..., 6:].abs().max() > 1e-3  # the latent really moves the points
 
@@ -60,7 +61,7 @@ def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
     trajectory = rollout(system, q0, q_dot0, 3, 24.0, "rk4", kmap.mass_points, substeps=4)
     m = kmap.masses[0, :, None].numpy()
     centers = (np.asarray(trajectory.points[:, 0], dtype=np.float64) * m).sum(1) / m.sum()
-    _, jacobian = kmap.jacobian(q0, kmap.mass_points)
+    _, jacobian = kmap.jacobian(q0, MASS)
     velocity = (torch.einsum("bpik,bk->pi", jacobian, q_dot0).numpy() * m).sum(0) / m.sum()  # the wobble moves it too
     t = np.arange(3)[:, None] / 24.0
     # the translation row of the Euler-Lagrange equation is the total momentum balance, exact up to
@@ -85,14 +86,14 @@ def test_without_gravity_or_damping_the_energy_stays(body):
 def test_the_quadratic_expansion_agrees_with_the_network_to_second_order():
     (quadratic, _), (exact, _) = make_body("quadratic"), make_body("exact")
     points = quadratic.mass_points
-    exact.attach(points)
+    exact.attach("points", points)
     direction = torch.tensor([[1.0, -0.5, 0.8]], dtype=torch.float64)
 
     def error(step):
         s = step * direction
         with torch.no_grad():
-            network = exact.deformed(s, points)
-        return float((quadratic.deformed(s, points) - network).abs().max()), float((network - points).abs().max())
+            network = exact.deformed(s, "points")
+        return float((quadratic.deformed(s, MASS) - network).abs().max()), float((network - points).abs().max())
 
     (small, moved), (half, _) = error(0.4), error(0.2)
     assert moved > 1e-3  # the step really deforms the body
@@ -106,11 +107,11 @@ def test_the_deformation_has_no_rigid_part(body):
     kmap, _ = body
     s = torch.tensor([[0.8, -0.6, 0.5]], dtype=torch.float64)
     with torch.no_grad():
-        u = kmap.deformed(s, kmap.mass_points) - kmap.mass_points
+        u = kmap.deformed(s, MASS) - kmap.mass_points
     m = kmap.masses[0, :, None]
     assert u.abs().max() > 1e-3
     torch.testing.assert_close((m * u[0]).sum(0), torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)
-    x, jac = kmap.jacobian(kmap.rest_coordinates(), kmap.mass_points)
+    x, jac = kmap.jacobian(kmap.rest_coordinates(), MASS)
     # M's rigid-latent block at rest: zero says sum m du/ds = 0 and sum m r x du/ds = 0 (the turn, first order)
     coupling = torch.einsum("p,pik,pil->kl", kmap.masses[0], jac[0], jac[0])[:6, 6:]
     assert coupling.abs().max() < 1e-10

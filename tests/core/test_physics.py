@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
-from neurok_blender.core.kinematics import KinematicMap
+from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.mesh import fibonacci_sphere
 from neurok_blender.core.trajectory import choose_substeps
 from shapes import PendulumMap, SpringMap, box, overdamped_spring
@@ -86,7 +86,7 @@ def tumbling_box():
 
 
 def angular_momentum(kmap, q, q_dot):
-    x, jac = kmap.jacobian(q, kmap.mass_points)
+    x, jac = kmap.jacobian(q, MASS)
     v = torch.einsum("bpik,bk->bpi", jac, q_dot)
     return (kmap.masses[..., None] * torch.cross(x, v, dim=-1)).sum(1)
 
@@ -122,14 +122,14 @@ def test_generalized_force_equals_virtual_work():
     torch.manual_seed(0)
     kmap, q0, _ = tumbling_box()
     q = q0 + 0.3 * torch.randn_like(q0)
-    points = torch.randn(1, 7, 3, dtype=torch.float64)
+    kmap.attach("loads", torch.randn(1, 7, 3, dtype=torch.float64))
     forces = torch.randn(1, 7, 3, dtype=torch.float64)
-    _, jac = kmap.jacobian(q, points)
+    _, jac = kmap.jacobian(q, "loads")
     generalized = torch.einsum("bpik,bpi->bk", jac, forces)
     for _ in range(3):
         dq = torch.randn_like(q)
         eps = 1e-6
-        work = ((kmap.embed(q + eps * dq, points) - kmap.embed(q - eps * dq, points)) * forces).sum() / (2 * eps)
+        work = ((kmap.embed(q + eps * dq, "loads") - kmap.embed(q - eps * dq, "loads")) * forces).sum() / (2 * eps)
         assert abs(float((generalized * dq).sum()) - float(work)) < 1e-7 * float(forces.abs().sum())
 
 
@@ -139,8 +139,8 @@ def test_closed_form_rigid_derivatives_match_forward_mode():
     kmap.orientation = torch.linalg.qr(torch.randn(1, 3, 3, dtype=torch.float64))[0]
     q = q0 + torch.randn_like(q0)
     q_dot = torch.randn_like(q0)
-    points = torch.randn(1, 5, 3, dtype=torch.float64)
-    for closed, generic in zip(kmap.derivatives(q, q_dot, points), KinematicMap.derivatives(kmap, q, q_dot, points)):
+    kmap.attach("points", torch.randn(1, 5, 3, dtype=torch.float64))
+    for closed, generic in zip(kmap.derivatives(q, q_dot, "points"), KinematicMap.derivatives(kmap, q, q_dot, "points")):
         torch.testing.assert_close(closed, generic, rtol=1e-12, atol=1e-12)
 
 

@@ -213,12 +213,12 @@ def test_initial_positions_are_fitted_by_least_squares():
     v, f = box((1.0, 2.0, 0.5))
     kmap, _ = RigidBodyMap.from_meshes([(v, f)], [1.0])
     truth = kmap.rest_coordinates() + torch.tensor([[0.3, -0.2, 1.0, 0.4, -0.7, 0.2]], dtype=torch.float64)
-    points = torch.as_tensor(v, dtype=torch.float64)[None]
-    targets = kmap.embed(truth, points)
+    kmap.attach("corners", torch.as_tensor(v, dtype=torch.float64)[None])
+    targets = kmap.embed(truth, "corners")
     q_dot_true = torch.tensor([[1.0, 0.0, -1.0, 0.5, 0.2, -0.3]], dtype=torch.float64)
-    _, jac = kmap.jacobian(truth, points)
+    _, jac = kmap.jacobian(truth, "corners")
     velocities = torch.einsum("bpik,bk->bpi", jac, q_dot_true)
-    q, q_dot = fit_initial_state(kmap, points, targets, velocities, torch.ones(1, 8, dtype=torch.float64))
+    q, q_dot = fit_initial_state(kmap, "corners", targets, velocities, torch.ones(1, 8, dtype=torch.float64))
     torch.testing.assert_close(q, truth, rtol=0, atol=1e-10)
     torch.testing.assert_close(q_dot, q_dot_true, rtol=0, atol=1e-10)
 
@@ -284,3 +284,17 @@ def test_fast_learned_coordinates_get_more_steps():
     assert trajectory.refined_frames == 0 and np.abs(energy / energy[0] - 1).max() < 1e-3
     turning = (3 * 1000.0**2) ** (1 / 6)  # 1/2 v0^2 = s^6 / 6
     assert 0.9 * turning < np.abs(trajectory.coordinates).max() <= turning * (1 + 1e-6)
+
+
+def test_a_body_in_the_ground_starts_on_it_with_its_forces_moved_along():
+    """Half in the ground, a box is lifted by the depth of its lowest vertex, reported, and a force's
+    point moves with it, so the push acts where it was put on the body."""
+    v, f = box(corner=(-0.5, -0.5, -0.5))
+    push = Force((0.0, 5.0, 0.0), point=(0.5, 0.0, 0.0), start_frame=0, end_frame=2)
+    result = simulate(v, f, Conditions(frames=3, ground_height=0.0, gravity=NO_GRAVITY, forces=[push]))
+    assert result.report.lifted == pytest.approx(0.5)
+    np.testing.assert_allclose(result.positions[0], v + [0.0, 0.0, 0.5], atol=1e-9)
+    # pushed sideways at the height of its centre: it slides and does not turn about x
+    assert result.positions[-1, :, 1].mean() > 1e-3
+    spin = result.pose["rotation"][-1]
+    assert abs(spin[1, 2]) < 1e-9 and abs(spin[2, 1]) < 1e-9

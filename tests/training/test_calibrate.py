@@ -14,7 +14,8 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.material import CategoryMaterial
 from neurok_blender.core.neurok import NeuROK
 import training.calibrate as calibrate
-from training.calibrate import calibrate_category, shape_errors_over_time, store
+from training.calibrate import calibrate_category, store
+from training.evaluation import shape_errors_over_time
 from training.parent_watch import spawned_pool
 
 

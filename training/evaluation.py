@@ -1,0 +1,81 @@
+"""Replaying the corpus's sequences with the neural solver, and the errors against their references,
+shared by the calibration (``training/calibrate.py``) and the benchmarks.
+
+Every error is a distance over the bounding-box diagonal of the sequence's rest mesh: the vertex
+error (where the body is) and the shape error (the vertex error left after the best rigid alignment
+onto the reference: how it is deformed, whatever its pose).
+"""
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from neurok_blender.core.mesh import bbox_diagonal
+from neurok_blender.core.options import DEFORMABLE
+from training.corpus.conditions import conditions_of
+from training.corpus.shards import read_shard
+from training.examples import rigid_alignment
+from training.reference.scales import material_conditions
+from training.train import usable
+
+
+def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
+    """``per_category`` usable sequences of each deformable category, every ``spread``-th one (varied shapes)."""
+    chosen, seen = defaultdict(list), defaultdict(int)
+    for path in sorted(corpus.glob(f"*-{split}-*.npz")):
+        for sequence in read_shard(path):
+            c = sequence.category
+            if c not in DEFORMABLE or len(chosen[c]) >= per_category or not usable(sequence):
+                continue
+            if sequence.conditions.get("obstacles"):  # the neural solver knows no obstacles
+                continue
+            seen[c] += 1
+            if (seen[c] - 1) % spread == 0:
+                chosen[c].append(sequence)
+    return chosen
+
+
+def replay_conditions(sequence, **changes):
+    """The sequence's conditions for the neural solver: its category, its material as stiffness, damping
+    and plasticity scales and the ground friction it had, then ``changes``."""
+    return conditions_of(sequence, **{"category": sequence.category,
+                                      **material_conditions(sequence.category, sequence.material), **changes})
+
+
+def diagonal(sequence) -> float:
+    """The bounding-box diagonal of the sequence's rest mesh: the unit of every error here."""
+    return bbox_diagonal(sequence.rest_vertices)
+
+
+def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
+    """Mean distance of the vertices to the reference per frame, over the bounding-box diagonal."""
+    reference = sequence.positions[:len(positions)].astype(np.float64)
+    return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal(sequence)
+
+
+def vertex_error(positions: np.ndarray, sequence) -> float:
+    """Mean over frames of ``errors_over_time``."""
+    return float(errors_over_time(positions, sequence).mean())
+
+
+def shape_error(ours: np.ndarray, reference: np.ndarray, size: float) -> float:
+    """Mean vertex distance to the reference after the best rigid alignment onto it, over ``size``
+    (the diagonal): how wrong the shape is, whatever the pose."""
+    ours, reference = ours.astype(np.float64), reference.astype(np.float64)
+    rotation, translation = rigid_alignment(ours, reference, np.ones(len(ours)))
+    return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / size)
+
+
+def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
+    """``shape_error`` per frame."""
+    size = diagonal(sequence)
+    return np.array([shape_error(ours, reference, size) for ours, reference in zip(positions, sequence.positions)])
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
