@@ -84,21 +84,22 @@ def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
     kmap, report = None, Report(category)
     if category != "rigid":
         kmap, report = model.body(v, f, conditions, category)
-        if kmap is None:  # the model sees no deformation of this mesh worth a coordinate: it moves rigidly
-            contact, conditions = report.material.ground_contact(None), dataclasses.replace(conditions, pull=None)
-        else:
-            env = dataclasses.replace(env, damping=report.material.damping,
-                                      **report.material.ground_contact(float(kmap.gyration)))
+        material = report.material
+        if kmap is not None:
+            env = dataclasses.replace(env, damping=material.damping, **material.ground_contact(float(kmap.gyration)))
+        else:  # no deformation of this mesh is worth a coordinate: it moves rigidly, landing as it would
+            contact, conditions = material.ground_contact(None), dataclasses.replace(conditions, pull=None)
     report.category_reason, report.lifted = reason, lifted
-    if kmap is None:
+    learned = kmap is not None
+    if learned:
+        center = kmap.center
+    else:
         kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
         env, center = dataclasses.replace(env, **(contact or {})), torch.as_tensor(props.center, dtype=DTYPE)
-    else:
-        center = kmap.center
     q0, q_dot0, report.pull_reached = initial_state(kmap, conditions, v, center)
 
     out = output_points(v if points is None else points)
-    if points is None and report.reduced_coordinates:
+    if learned and points is None:
         kmap.attach(OUTPUT, out, parts=kmap.shape.vertex_parts, output=True)  # each vertex follows its part
     trajectory = rollout(LagrangianSystem(kmap, env), q0, q_dot0, conditions.frames, conditions.fps,
                          conditions.integrator, output_points=out, substeps=conditions.substeps, progress=progress)
@@ -124,7 +125,8 @@ def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
     if depth <= 0:
         return vertices, points, conditions, 0.0
     up = np.array([0.0, 0.0, depth])
-    forces = [force if force.point is None else dataclasses.replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
+    forces = [force if force.point is None else
+              dataclasses.replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
               for force in conditions.forces]
     return (vertices + up, None if points is None else np.asarray(points, dtype=np.float64) + up,
             dataclasses.replace(conditions, forces=forces), depth)

@@ -187,3 +187,16 @@ def test_a_redone_frame_starts_from_the_plastic_rest_it_was_given():
     trajectory = rollout(system, q0, q_dot0, 4, 24.0, "rk4", kmap.mass_points, substeps=8)
     assert trajectory.refined_frames == 1 and np.abs(trajectory.pose["plastic_rest"][1]).max() > 0
     assert np.abs(trajectory.energy["balance"][:, 0]).max() < 1e-4 * trajectory.energy["total"][0, 0]
+
+
+def test_point_sets_are_known_by_name(body):
+    """A name attached again with other points is prepared again (the skinning follows the new
+    points, whatever memory they live in), and a name never attached is refused."""
+    kmap, _ = body
+    rest = kmap.rest_coordinates()
+    for offset in (0.0, 0.05):
+        points = kmap.mass_points[:, :5] + offset
+        kmap.attach("probe", points)
+        torch.testing.assert_close(kmap.embed(rest, "probe"), points, rtol=0, atol=1e-12)
+    with pytest.raises(KeyError, match="never-attached"):
+        kmap.embed(rest, "never-attached")
