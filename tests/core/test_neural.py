@@ -193,10 +193,15 @@ def test_point_sets_are_known_by_name(body):
     """A name attached again with other points is prepared again (the skinning follows the new
     points, whatever memory they live in), and a name never attached is refused."""
     kmap, _ = body
-    rest = kmap.rest_coordinates()
+    q = kmap.rest_coordinates()
+    q[:, 6:] = 0.5
+    moved = []
     for offset in (0.0, 0.05):
         points = kmap.mass_points[:, :5] + offset
         kmap.attach("probe", points)
-        torch.testing.assert_close(kmap.embed(rest, "probe"), points, rtol=0, atol=1e-12)
+        kmap.attach(f"fresh {offset}", points.clone())
+        moved.append(kmap.embed(q, "probe"))
+        torch.testing.assert_close(moved[-1], kmap.embed(q, f"fresh {offset}"), rtol=0, atol=1e-12)
+    assert (moved[1] - moved[0]).abs().max() > 0.01
     with pytest.raises(KeyError, match="never-attached"):
-        kmap.embed(rest, "never-attached")
+        kmap.embed(q, "never-attached")
