@@ -49,6 +49,12 @@ class KinematicMap:
         """q of the undeformed body where it stands: (B, n)."""
         return torch.zeros(self.batch, self.n_dof, dtype=self.dtype)
 
+    @property
+    def extent(self) -> torch.Tensor:
+        """The body's size (B,), m: the diagonal of its mass points' bounding box at rest."""
+        points = self.embed(self.rest_coordinates(), MASS)
+        return (points.amax(1) - points.amin(1)).norm(dim=-1)
+
     def attach(self, name: str, points: torch.Tensor, parts=None, output: bool = False) -> None:
         """Name material points (B, P, 3) given at rest, to be asked about as ``name`` (called before
         any transform runs: a learned map finds their neighbours among its query points here, each

@@ -76,6 +76,7 @@ from .skinning import deform, skinning
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
 RETURN_ITERATIONS = 3  # of the plastic return to the yield surface (flow)
+CONDENSE_TOLERANCE = 1e-12  # singular values below this share of the largest carry no mass point
 
 
 def wall_radius(reduced_size: int) -> float:
@@ -123,11 +124,13 @@ class QuadraticMotions:
 
 class NeuralBodyMap(KinematicMap):
     """One body (B = 1) on the learned coordinates of ``model`` for ``shape``; with ``mirrors`` (the mesh's
-    ``mirror.MirrorGroup``, world space) one block of ``subspace.size`` coordinates per reflection."""
+    ``mirror.MirrorGroup``, world space) one block of ``subspace.size`` coordinates per reflection.
+    With the quadratic expansion and ``condense``, the mass points become the fewest that carry the
+    same dynamics (``_condense_mass_points``)."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
                  frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
-                 mirrors: MirrorGroup | None = None):
+                 mirrors: MirrorGroup | None = None, condense: bool = True):
         super().__init__()
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
@@ -160,10 +163,50 @@ class NeuralBodyMap(KinematicMap):
         self.wall_radius = wall_radius(k)
         self.yield_strain = yield_strain
         self.gyration = torch.sqrt(torch.einsum("p,pk,pk->", m, arms, arms) / m.sum())  # |xbar - c|_m
+        self._extent = (self.mass_points.amax(1) - self.mass_points.amin(1)).norm(dim=-1)
+        if condense and self._skins[MASS][1] is not None:
+            self._condense_mass_points()
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
     def rest_coordinates(self):
         return torch.cat([self.center, torch.zeros(3 + self.reduced_size, dtype=self.dtype)])[None]
+
+    @property
+    def extent(self):
+        return self._extent
+
+    def _condense_mass_points(self):
+        """Replace the mass points by the fewest that carry the same dynamics (quadratic expansion).
+
+        Each mass point enters the engine through phi_i = (r_i, Y_i, Z_i), its rest offset from the
+        centre of mass and its field y(s) = c + r + Y s + 1/2 Z[s, s] (B = 1), and every mass-weighted
+        sum the engine takes (M, the Coriolis and centrifugal terms, the springs, the strain, drag) is
+        bilinear in phi, so it depends on the points only through G = sum m phi phi^T; gravity's and
+        the centre of mass's sums are linear, and sum m phi = 0 (the mean-axis frame). With
+        sqrt(m) phi = U S V^T of rank r, the 2 r points +-S_j V_j / sqrt(2 mu), each of mass
+        mu = M / (2 r), have the same G, total mass and zero first moments: the same T, V and forces
+        for every q, q_dot. r <= 3 (1 + k + k (k + 1) / 2), less when mirror blocks leave Z sparse,
+        where the samples are about a thousand; a set already that small is kept. The condensed
+        points carry the mass but do not lie on the body: draw the body through other point sets.
+        """
+        _, (first, second) = self._skins[MASS]
+        count, k = self.mass_points.shape[1], self.reduced_size
+        offsets = self.mass_points[0] - self.center
+        phi = torch.cat([offsets[..., None], first[0], second[0].reshape(count, 3, k * k)], -1).reshape(count, -1)
+        weighted = self.masses[0].sqrt()[:, None] * phi
+        used = weighted.abs().amax(0) > 0  # mirror blocks leave most of Z zero
+        _, singular, rows = torch.linalg.svd(weighted[:, used], full_matrices=False)
+        keep = singular > CONDENSE_TOLERANCE * singular[0]
+        if 2 * int(keep.sum()) >= count:
+            return
+        mu = self.masses.sum() / (2 * int(keep.sum()))
+        half = torch.zeros(int(keep.sum()), phi.shape[1], dtype=phi.dtype)
+        half[:, used] = singular[keep, None] * rows[keep] / torch.sqrt(2 * mu)
+        condensed = torch.cat([half, -half]).reshape(-1, 3, 1 + k + k * k)
+        self.mass_points = (self.center + condensed[..., 0])[None]
+        self.masses = torch.full((1, len(condensed)), float(mu), dtype=phi.dtype)
+        field = (condensed[None, ..., 1:1 + k], condensed[None, ..., 1 + k:].reshape(1, -1, 3, k, k))
+        self._skins[MASS] = (None, field)  # no network skinning: the condensed points are not on the body
 
     @property
     def reduced_size(self) -> int:
@@ -267,8 +310,7 @@ class NeuralBodyMap(KinematicMap):
         images, field = self._skin(name)
         points = self.points(name)
         if field is not None:
-            first, second = field
-            return points + torch.einsum("bpik,bk->bpi", first, s) + 0.5 * torch.einsum("bpikl,bk,bl->bpi", second, s, s)
+            return self._expansion(name, s)[0] + self.center
         raw = self._mirrored(s, images)
         if self._frame is not None:  # quadratic expansion, drawn points: the frame's own expansion
             (t1, w1), (t2, w2) = self._frame
@@ -278,28 +320,31 @@ class NeuralBodyMap(KinematicMap):
             t, w = self._rigid_part(self._mirrored(s, self._skin(MASS)[0]))
         return points + raw - self._rigid_motion(points - self.center, t, w)
 
+    def _expansion(self, name, s, s_dot=None):
+        """For points with a quadratic field: r = y(s) - c = xbar - c + (Y + 1/2 Z s) s, r_s = Y + Z s
+        and, given s_dot, Z s_dot (B, P, 3, k): Z is contracted once per direction."""
+        first, second = self._skin(name)[1]
+        z_s = torch.einsum("bpikl,bl->bpik", second, s)
+        r = self.points(name) - self.center + torch.einsum("bpik,bk->bpi", first + 0.5 * z_s, s)
+        return r, first + z_s, None if s_dot is None else torch.einsum("bpikl,bl->bpik", second, s_dot)
+
     def embed(self, q, name):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, name):
-        field = self._skin(name)[1]
-        if field is None:
+        if self._skin(name)[1] is None:
             return super().jacobian(q, name)
-        first, second = field
-        r_s = first + torch.einsum("bpikl,bl->bpik", second, q[:, 6:])
-        return posed_jacobian(self.orientation, q, self.deformed(q[:, 6:], name) - self.center, r_s)
+        r, r_s, _ = self._expansion(name, q[:, 6:])
+        return posed_jacobian(self.orientation, q, r, r_s)
 
     def derivatives(self, q, q_dot, name):
-        field = self._skin(name)[1]
-        if field is None:
+        if self._skin(name)[1] is None:
             return super().derivatives(q, q_dot, name)
-        first, second = field
-        s, s_dot = q[:, 6:], q_dot[:, 6:]
-        r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
-        r_ss_dot = torch.einsum("bpikl,bl->bpik", second, s_dot)
-        return posed_derivatives(self.orientation, q, q_dot, self.deformed(s, name) - self.center, r_s,
-                                 torch.einsum("bpik,bk->bpi", r_s, s_dot), r_ss_dot)
+        s_dot = q_dot[:, 6:]
+        r, r_s, r_ss_dot = self._expansion(name, q[:, 6:], s_dot)
+        return posed_derivatives(self.orientation, q, q_dot, r, r_s, torch.einsum("bpik,bk->bpi", r_s, s_dot),
+                                 r_ss_dot)
 
     def set_plastic_rest(self, s_p):
         """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
@@ -323,13 +368,11 @@ class NeuralBodyMap(KinematicMap):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
         u = y(s) - y(s_p), y(s) = xbar + Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network
         (exact) goes by autograd."""
-        field = self._skin(MASS)[1]
-        if field is None:
+        if self._skin(MASS)[1] is None:
             return None
-        first, second = field
         s = q[:, 6:]
-        u = self.stretch(s)
-        r_s = first + torch.einsum("bpikl,bl->bpik", second, s)
+        r, r_s, _ = self._expansion(MASS, s)
+        u = r + self.center - self.plastic_shape
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)

@@ -9,7 +9,6 @@ import torch
 
 from .dynamics import LagrangianSystem
 from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
-from .kinematics import MASS
 from .options import AUTO
 
 OUTPUT = "output"  # the map's point set drawn every frame (rollout's output_points)
@@ -225,9 +224,7 @@ def _energy_scale(e, work, dissipated):
 def _energy_floor(system: LagrangianSystem):
     """M (|g| L + 1 m^2/s^2): the energy of a fall by the body's size plus a walking pace, so a body
     at rest still has a scale (J, per body)."""
-    points = system.map.embed(system.map.rest_coordinates(), MASS)
-    size = (points.amax(1) - points.amin(1)).norm(dim=-1)
-    return system.masses.sum(-1) * (system.gravity.norm() * size + 1.0)
+    return system.masses.sum(-1) * (system.gravity.norm() * system.map.extent + 1.0)
 
 
 def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt: float, steps: int, method: str):

@@ -205,3 +205,40 @@ def test_point_sets_are_known_by_name(body):
     assert (moved[1] - moved[0]).abs().max() > 0.01
     with pytest.raises(KeyError, match="never-attached"):
         kmap.embed(q, "never-attached")
+
+
+def test_condensed_mass_points_carry_the_same_dynamics():
+    """The condensed mass points (fewer, not on the body) give the same mass matrix, forces, energies
+    and potential as the samples they replace, at any state, on the ground and in the air."""
+    torch.manual_seed(0)
+    model = NeuROKModel(TINY).double()
+    with torch.no_grad():
+        model.head[-1].weight.mul_(30.0)
+    vertices, faces = box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5))
+    shape = prepare_shape(vertices, faces, TINY)
+    features, query_features, _ = shape_tensors(model, shape, dtype=torch.float64)
+    prior_mean, tokens = model.prior(features)
+    subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=3)
+    points = sample_surface(vertices, faces, 300, np.random.default_rng(1)).points
+    maps = [NeuralBodyMap(model, shape, subspace, points, np.full(300, 2.0 / 300), frequency=2.0, condense=condense)
+            for condense in (True, False)]
+    assert maps[0].mass_points.shape[1] < 100 < maps[1].mass_points.shape[1]
+    env = Environment(gravity=torch.tensor([0.0, -3.0, -9.81], dtype=torch.float64),
+                      ground_height=torch.tensor([0.55], dtype=torch.float64), damping=2.0, drag=0.3,
+                      contact_points=torch.as_tensor(vertices, dtype=torch.float64)[None],
+                      contact_mass=torch.full((1, 8), 0.25, dtype=torch.float64))
+    systems = [LagrangianSystem(kmap, env) for kmap in maps]
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        q = maps[1].rest_coordinates() + 0.3 * torch.randn(1, 9, generator=generator, dtype=torch.float64)
+        q_dot = torch.randn(1, 9, generator=generator, dtype=torch.float64)
+        for system in systems:
+            system.set_interval(0.0, 0.01)
+        (a0, *powers0), (a1, *powers1) = (system.acceleration(q, q_dot) for system in systems)
+        torch.testing.assert_close(a0, a1, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(torch.stack(powers0), torch.stack(powers1), rtol=1e-9, atol=1e-12)
+        e0, e1 = (system.energies(q, q_dot) for system in systems)
+        for key in e0:
+            torch.testing.assert_close(e0[key], e1[key], rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(systems[0].mass_matrix(q), systems[1].mass_matrix(q), rtol=1e-10, atol=1e-12)
+        assert float(maps[0].strain(q[:, 6:])) == pytest.approx(float(maps[1].strain(q[:, 6:])), rel=1e-10)
