@@ -157,8 +157,8 @@ class NeuralBodyMap(KinematicMap):
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
         self.attach(MASS, self.mass_points)
-        _, jacobian = self.jacobian(self.rest_coordinates(), MASS)
-        moved = jacobian[..., 6:]
+        self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]  # dy/ds at rest (B, P, 3, k)
+        moved = self.rest_motion
         self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
         self.wall_radius = wall_radius(k)
         self.yield_strain = yield_strain

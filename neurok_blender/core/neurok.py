@@ -20,7 +20,6 @@ import torch
 
 from .checkpoint import load_model, read_checkpoint, resolve_device
 from .dynamics import Environment
-from .kinematics import MASS
 from .mass_points import material_points
 from .material import CategoryMaterial, body_material
 from .mirror import find_mirrors
@@ -72,8 +71,7 @@ class NeuROK:
         material = body_material(self.materials[category], category, conditions, vertices, faces, where,
                                  Environment.contact_stiffness)
         probe = NeuralBodyMap(self.model, shape, active, points, masses, material.frequency, DTYPE, "exact")
-        _, jacobian = probe.jacobian(probe.rest_coordinates(), MASS)
-        y_s = jacobian[0, :, :, 6:]
+        y_s = probe.rest_motion[0]
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
         # one block of coordinates per mirror image (neural.py), MAX_COORDINATES in all: the blocks keep
