@@ -89,7 +89,7 @@ def expansion_error(neurok: NeuROK, v, f, radii=(0.5, 1.0, 2.0, 3.0), directions
     quadratic: QuadraticMotions = kmap.motions
     exact: DecoderMotions = quadratic.exact
     generator = torch.Generator().manual_seed(0)
-    k = kmap.reduced_size
+    k = kmap.block  # the motions are one mirror block's
     base = torch.cat(exact(torch.zeros(1, k, dtype=torch.float64)), -1)
     out = {}
     for radius in radii:

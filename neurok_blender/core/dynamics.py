@@ -18,6 +18,7 @@ from .kinematics import MASS, KinematicMap
 from .rotation import right_jacobian
 
 ACTING, CONTACT = "acting", "contact"  # the map's point sets besides its mass: contact and load points; contact alone
+DYNAMICS = "dynamics"  # the mass points and the acting points as one set
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
 
@@ -74,9 +75,10 @@ class LagrangianSystem:
         self.load_windows = env.load_windows if env.load_windows is not None else torch.zeros(b, 0, 2, dtype=dtype)
         self.n_mass = kinematic_map.mass_points.shape[1]
         self.n_contact = self.contact_points.shape[1]
-        self.n_acting = self.n_contact + self.load_points.shape[1]
-        if self.n_acting:
-            kinematic_map.attach(ACTING, torch.cat([self.contact_points, self.load_points], 1))
+        acting = torch.cat([self.contact_points, self.load_points], 1)
+        if acting.shape[1]:
+            kinematic_map.attach(ACTING, acting)
+        kinematic_map.attach_union(DYNAMICS, [MASS, ACTING] if acting.shape[1] else [MASS])
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
@@ -91,7 +93,7 @@ class LagrangianSystem:
             # a contact point the deformation moves with little inertia gets a spring of its own mass at
             # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
-            contact_jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact]
+            contact_jacobian = self.map.jacobian(rest, DYNAMICS)[1][:, self.n_mass:self.n_mass + self.n_contact]
             chol, _ = self.factor(self.mass_matrix(rest))
             self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
         self.rest_stiffness = self._rest_stiffness()
@@ -103,23 +105,17 @@ class LagrangianSystem:
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
-        """From the map's x, v, J and H_k = d(J q_dot)/dq_k at the mass points: M, dT/dq and
-        J^T m d2x[q_dot, q_dot]; x, v and J of the mass points, then the acting points (ACTING)."""
-        xm, vm, jm, hm = self.map.derivatives(q, q_dot, MASS)
-        x, v, jac = self._with_acting(q, q_dot, xm, jm)
+        """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot].
+        One call for the mass and the acting points (H is only used at the mass points)."""
+        x, v, jac, hess = self.map.derivatives(q, q_dot, DYNAMICS)
+        nm = self.n_mass
+        jm, hm, vm = jac[:, :nm], hess[:, :nm], v[:, :nm]
         m = self.masses[..., None]
         mass_matrix = torch.einsum("bpik,bpil->bkl", m[..., None] * jm, jm)
         dT_dq = torch.einsum("bpi,bpik->bk", m * vm, hm)  # sum m v . d(J q_dot)/dq
         d2x = torch.einsum("bpik,bk->bpi", hm, q_dot)
         quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
         return State(x, v, jac, mass_matrix, dT_dq, quadratic)
-
-    def _with_acting(self, q, q_dot, x, jac):
-        """x, v = J q_dot and J of the mass points (given x, J) followed by the acting points'."""
-        if self.n_acting:
-            xa, ja = self.map.jacobian(q, ACTING)
-            x, jac = torch.cat([x, xa], 1), torch.cat([jac, ja], 1)
-        return x, torch.einsum("bpik,bk->bpi", jac, q_dot), jac
 
     @staticmethod
     def _whiten(chol, contact_jacobian):
@@ -310,7 +306,8 @@ class LagrangianSystem:
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic, internal potential, gravity potential and contact spring energy per body (J)."""
-        x, v, _ = self._with_acting(q, q_dot, *self.map.jacobian(q, MASS))
+        x, jac = self.map.jacobian(q, DYNAMICS)
+        v = torch.einsum("bpik,bk->bpi", jac, q_dot)
         nm, nc = self.n_mass, self.n_contact
         m = self.masses
         kinetic = 0.5 * (m * (v[:, :nm] ** 2).sum(-1)).sum(-1)

@@ -256,6 +256,14 @@ class NeuralBodyMap(KinematicMap):
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
         self._skins[name] = (images, field)
 
+    def attach_union(self, name, names):
+        """With quadratic fields, the union keeps each set's own (the condensed mass points' included)."""
+        fields = [self._skin(part)[1] for part in names]
+        if any(field is None for field in fields):
+            return super().attach_union(name, names)
+        KinematicMap.attach(self, name, torch.cat([self.points(part) for part in names], 1))
+        self._skins[name] = (None, tuple(torch.cat(parts, 1) for parts in zip(*fields)))
+
     def _reflect_vectors(self, index, u):
         """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
         return u if index == 0 else u * torch.as_tensor(self.mirrors.signs[index], dtype=u.dtype)
