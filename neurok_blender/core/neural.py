@@ -157,7 +157,8 @@ class NeuralBodyMap(KinematicMap):
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
         self.attach(MASS, self.mass_points)
-        self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]  # dy/ds at rest (B, P, 3, k)
+        # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
+        self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
         moved = self.rest_motion
         self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
         self.wall_radius = wall_radius(k)
@@ -186,8 +187,8 @@ class NeuralBodyMap(KinematicMap):
         sqrt(m) phi = U S V^T of rank r, the 2 r points +-S_j V_j / sqrt(2 mu), each of mass
         mu = M / (2 r), have the same G, total mass and zero first moments: the same T, V and forces
         for every q, q_dot. r <= 3 (1 + k + k (k + 1) / 2), less when mirror blocks leave Z sparse,
-        where the samples are about a thousand; a set already that small is kept. The condensed
-        points carry the mass but do not lie on the body: draw the body through other point sets.
+        against about a thousand samples; a set already that small is kept. The condensed points
+        carry the mass but do not lie on the body: draw the body through other point sets.
         """
         _, (first, second) = self._skins[MASS]
         count, k = self.mass_points.shape[1], self.reduced_size
