@@ -17,7 +17,8 @@ TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, dec
                    encoder_points=128, queries=32)
 
 
-def make_body(expansion):
+def make_body(expansion, count=40, condense=True):
+    """A box on a small random decoder that really deforms, its mass at ``count`` surface samples."""
     torch.manual_seed(0)
     model = NeuROKModel(TINY).double()
     with torch.no_grad():  # a decoder that really deforms
@@ -27,9 +28,9 @@ def make_body(expansion):
     features, query_features, _ = shape_tensors(model, shape, dtype=torch.float64)
     prior_mean, tokens = model.prior(features)
     subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=3)
-    points = sample_surface(vertices, faces, 40, np.random.default_rng(1)).points
-    return NeuralBodyMap(model, shape, subspace, points, np.full(40, 2.0 / 40), frequency=2.0,
-                         expansion=expansion), vertices
+    points = sample_surface(vertices, faces, count, np.random.default_rng(1)).points
+    return NeuralBodyMap(model, shape, subspace, points, np.full(count, 2.0 / count), frequency=2.0,
+                         expansion=expansion, condense=condense), vertices
 
 
 @pytest.fixture(scope="module", params=EXPANSIONS)
@@ -210,18 +211,8 @@ def test_point_sets_are_known_by_name(body):
 def test_condensed_mass_points_carry_the_same_dynamics():
     """The condensed mass points (fewer, not on the body) give the same mass matrix, forces, energies
     and potential as the samples they replace, at any state, on the ground and in the air."""
-    torch.manual_seed(0)
-    model = NeuROKModel(TINY).double()
-    with torch.no_grad():
-        model.head[-1].weight.mul_(30.0)
-    vertices, faces = box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5))
-    shape = prepare_shape(vertices, faces, TINY)
-    features, query_features, _ = shape_tensors(model, shape, dtype=torch.float64)
-    prior_mean, tokens = model.prior(features)
-    subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=3)
-    points = sample_surface(vertices, faces, 300, np.random.default_rng(1)).points
-    maps = [NeuralBodyMap(model, shape, subspace, points, np.full(300, 2.0 / 300), frequency=2.0, condense=condense)
-            for condense in (True, False)]
+    (condensed, vertices), (sampled, _) = (make_body("quadratic", 300, condense) for condense in (True, False))
+    maps = [condensed, sampled]
     assert maps[0].mass_points.shape[1] < 100 < maps[1].mass_points.shape[1]
     env = Environment(gravity=torch.tensor([0.0, -3.0, -9.81], dtype=torch.float64),
                       ground_height=torch.tensor([0.55], dtype=torch.float64), damping=2.0, drag=0.3,
