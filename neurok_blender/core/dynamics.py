@@ -17,7 +17,7 @@ from .contact import damping_ratios, ground_forces, within_a_step
 from .kinematics import MASS, KinematicMap
 from .rotation import right_jacobian
 
-ACTING, CONTACT = "acting", "contact"  # the map's point sets besides its mass: contact and load points; contact alone
+ACTING = "acting"  # the map's point set of the contact points, then the load points
 DYNAMICS = "dynamics"  # the mass points and the acting points as one set
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
@@ -101,7 +101,6 @@ class LagrangianSystem:
         if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
                 and bool(kinematic_map.rigid_dofs[:3].all()):
             self.impact = _per_body(env.impact_restitution, b, dtype)
-            kinematic_map.attach(CONTACT, self.contact_points)
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
@@ -256,7 +255,7 @@ class LagrangianSystem:
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
         if self.impact is None:
             return q_dot, incoming, dissipated
-        touching = self.map.embed(q, CONTACT)[..., 2].amin(1) < self.env.ground_height
+        touching = self.map.embed(q, ACTING)[:, :self.n_contact, 2].amin(1) < self.env.ground_height
         incoming = torch.where(touching & torch.isnan(incoming), (-q_dot_before[:, 2]).clamp(min=0.0), incoming)
         leaving = ~touching & ~torch.isnan(incoming)
         if not bool(leaving.any()):

@@ -159,8 +159,7 @@ class NeuralBodyMap(KinematicMap):
         self.attach(MASS, self.mass_points)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
-        moved = self.rest_motion
-        self.wall_mass = (self.masses[..., None, None] * moved * moved).sum((1, 2, 3)) / max(k, 1)
+        self.wall_mass = (self.masses[..., None, None] * self.rest_motion**2).sum((1, 2, 3)) / max(k, 1)
         self.wall_radius = wall_radius(k)
         self.yield_strain = yield_strain
         self.gyration = torch.sqrt(torch.einsum("p,pk,pk->", m, arms, arms) / m.sum())  # |xbar - c|_m
@@ -198,10 +197,11 @@ class NeuralBodyMap(KinematicMap):
         used = weighted.abs().amax(0) > 0  # mirror blocks leave most of Z zero
         _, singular, rows = torch.linalg.svd(weighted[:, used], full_matrices=False)
         keep = singular > CONDENSE_TOLERANCE * singular[0]
-        if 2 * int(keep.sum()) >= count:
+        rank = int(keep.sum())
+        if 2 * rank >= count:
             return
-        mu = self.masses.sum() / (2 * int(keep.sum()))
-        half = torch.zeros(int(keep.sum()), phi.shape[1], dtype=phi.dtype)
+        mu = self.masses.sum() / (2 * rank)
+        half = torch.zeros(rank, phi.shape[1], dtype=phi.dtype)
         half[:, used] = singular[keep, None] * rows[keep] / torch.sqrt(2 * mu)
         condensed = torch.cat([half, -half]).reshape(-1, 3, 1 + k + k * k)
         self.mass_points = (self.center + condensed[..., 0])[None]
@@ -317,9 +317,9 @@ class NeuralBodyMap(KinematicMap):
         """y(s) (B, P, 3): the points attached as ``name`` moved by the deformation alone, world units, body at rest pose,
         without its rigid part (mean-axis frame: sum m u = 0 and sum m r x u = 0 over the mass points)."""
         images, field = self._skin(name)
-        points = self.points(name)
         if field is not None:
             return self._expansion(name, s)[0] + self.center
+        points = self.points(name)
         raw = self._mirrored(s, images)
         if self._frame is not None:  # quadratic expansion, drawn points: the frame's own expansion
             (t1, w1), (t2, w2) = self._frame
