@@ -4,8 +4,9 @@ With x(q) the mass points, J = dx/dq and v = J q_dot:
 
     M(q) q_ddot = J^T (f - m * d2x[q_dot, q_dot]) - grad V(q) - D q_dot,    M = J^T diag(m) J
 
-d2x[q_dot, q_dot] = (d/dt J) q_dot carries the Coriolis and centrifugal terms. It comes from one
-nested forward-mode product per coordinate together with J, never from an explicit Hessian.
+d2x[q_dot, q_dot] = (d/dt J) q_dot carries the Coriolis and centrifugal terms. The map gives the sums
+over its mass points (``KinematicMap.mass_terms``: from nested forward-mode products, never an explicit
+Hessian, or a closed form) and the Jacobian of the points forces act on.
 """
 
 import math
@@ -14,11 +15,10 @@ from dataclasses import dataclass
 import torch
 
 from .contact import damping_ratios, ground_forces, within_a_step
-from .kinematics import MASS, KinematicMap
+from .kinematics import MASS, KinematicMap, MassTerms
 from .rotation import right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, then the load points
-DYNAMICS = "dynamics"  # the mass points and the acting points as one set
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
 
@@ -49,14 +49,16 @@ class Environment:
 
 @dataclass
 class State:
-    """Derivatives of the map at (q, q_dot) and everything built from them."""
+    """The map at (q, q_dot): the sums over its mass points, and the points forces act on."""
 
-    x: torch.Tensor  # (B, P, 3) all material points: mass, contact, load
-    v: torch.Tensor  # (B, P, 3)
-    jacobian: torch.Tensor  # (B, P, 3, n)
-    mass_matrix: torch.Tensor  # (B, n, n)
-    dT_dq: torch.Tensor  # (B, n) partial of kinetic energy at fixed q_dot
-    quadratic: torch.Tensor  # (B, n) J^T m d2x[q_dot, q_dot]
+    x: torch.Tensor  # (B, A, 3) the acting points: contact, then load
+    v: torch.Tensor  # (B, A, 3)
+    jacobian: torch.Tensor  # (B, A, 3, n)
+    mass: MassTerms
+
+    @property
+    def mass_matrix(self) -> torch.Tensor:
+        return self.mass.mass_matrix
 
 
 class LagrangianSystem:
@@ -73,12 +75,11 @@ class LagrangianSystem:
         self.load_points = env.load_points if env.load_points is not None else empty
         self.load_vectors = env.load_vectors if env.load_vectors is not None else empty
         self.load_windows = env.load_windows if env.load_windows is not None else torch.zeros(b, 0, 2, dtype=dtype)
-        self.n_mass = kinematic_map.mass_points.shape[1]
         self.n_contact = self.contact_points.shape[1]
         acting = torch.cat([self.contact_points, self.load_points], 1)
-        if acting.shape[1]:
+        self.acting = bool(acting.shape[1])
+        if self.acting:
             kinematic_map.attach(ACTING, acting)
-        kinematic_map.attach_union(DYNAMICS, [MASS, ACTING] if acting.shape[1] else [MASS])
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
@@ -93,7 +94,7 @@ class LagrangianSystem:
             # a contact point the deformation moves with little inertia gets a spring of its own mass at
             # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
-            contact_jacobian = self.map.jacobian(rest, DYNAMICS)[1][:, self.n_mass:self.n_mass + self.n_contact]
+            contact_jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact]
             chol, _ = self.factor(self.mass_matrix(rest))
             self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
         self.rest_stiffness = self._rest_stiffness()
@@ -104,17 +105,12 @@ class LagrangianSystem:
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
-        """From the map's x, v, J and H_k = d(J q_dot)/dq_k: M, dT/dq and J^T m d2x[q_dot, q_dot].
-        One call for the mass and the acting points (H is only used at the mass points)."""
-        x, v, jac, hess = self.map.derivatives(q, q_dot, DYNAMICS)
-        nm = self.n_mass
-        jm, hm, vm = jac[:, :nm], hess[:, :nm], v[:, :nm]
-        m = self.masses[..., None]
-        mass_matrix = torch.einsum("bpik,bpil->bkl", m[..., None] * jm, jm)
-        dT_dq = torch.einsum("bpi,bpik->bk", m * vm, hm)  # sum m v . d(J q_dot)/dq
-        d2x = torch.einsum("bpik,bk->bpi", hm, q_dot)
-        quadratic = torch.einsum("bpik,bpi->bk", jm, m * d2x)
-        return State(x, v, jac, mass_matrix, dT_dq, quadratic)
+        """The map's mass terms, and x, v = J q_dot and J at the acting points."""
+        if self.acting:
+            x, jac = self.map.jacobian(q, ACTING)
+        else:
+            x, jac = torch.zeros(q.shape[0], 0, 3, dtype=q.dtype), torch.zeros(q.shape[0], 0, 3, q.shape[1], dtype=q.dtype)
+        return State(x, (jac @ q_dot[:, None, :, None])[..., 0], jac, self.map.mass_terms(q, q_dot))
 
     @staticmethod
     def _whiten(chol, contact_jacobian):
@@ -132,11 +128,11 @@ class LagrangianSystem:
 
     @staticmethod
     def _fastest_rate(whitened, coefficients, axes):
-        """Largest eigenvalue of M^-1 D, D = sum_i c_i J_i^T P J_i over the contact points (P: ``axes``),
+        """Largest eigenvalue of M^-1 D, D = sum_i c_i J_i^T P J_i over the contact points (P: ``axes``, consecutive),
         as that of the symmetric L^-1 D L^-T, per body."""
         b, n = whitened.shape[:2]
-        rows = whitened[..., list(axes)].reshape(b, n, -1)
-        weights = coefficients.repeat_interleave(len(axes), dim=1)[:, None, :]
+        rows = whitened[..., axes[0]:axes[-1] + 1].reshape(b, n, -1)
+        weights = coefficients[..., None].expand(-1, -1, len(axes)).reshape(b, 1, -1)
         damping = (rows * weights) @ rows.transpose(1, 2)
         finite = torch.isfinite(damping).all(-1).all(-1)  # a diverged state: NaN, for the rollout to catch
         rate = torch.linalg.eigvalsh(torch.where(finite[:, None, None], damping, 0.0))[:, -1]
@@ -154,8 +150,7 @@ class LagrangianSystem:
         return factored
 
     def mass_matrix(self, q):
-        _, jm = self.map.jacobian(q, MASS)
-        return torch.einsum("bpik,bpil->bkl", self.masses[..., None, None] * jm, jm)
+        return self.map.mass_terms(q, torch.zeros_like(q)).mass_matrix
 
     def solve(self, mass_matrix, rhs):
         """M^-1 rhs by Cholesky with a small relative regularizer; NaN where M is not positive definite
@@ -178,26 +173,25 @@ class LagrangianSystem:
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
         friction, rolling resistance, drag, Rayleigh damping (left out with ``rayleigh=False``, for an
         integrator that takes it implicitly). All but the rolling resistance (a torque) and the Rayleigh
-        term act through J^T f of the points they act on.
+        term act through J^T f of the points they act on; gravity (sum m J)^T g and drag, the same
+        -c m v at every mass point, sum J^T m (-c J q_dot) = -c M q_dot.
         """
-        nm, nc = self.n_mass, self.n_contact
-        jm, jc, jl = s.jacobian[:, :nm], s.jacobian[:, nm:nm + nc], s.jacobian[:, nm + nc:]
-        m = self.masses[..., None]
-        conservative = _jt(jm, m * self.gravity)
+        nc = self.n_contact
+        jc, jl = s.jacobian[:, :nc], s.jacobian[:, nc:]
+        conservative = (self.gravity @ s.mass.moment)
         grad_v = self.potential_gradient(q)
         if grad_v is not None:
             conservative = conservative - grad_v
-        drag = -self.per_body["drag"][:, None, None] * m * s.v[:, :nm]
         loads = _jt(jl, self.active_loads)
-        dissipative = _jt(jm, drag)
+        dissipative = -self.per_body["drag"][:, None] * (s.mass_matrix @ q_dot[..., None])[..., 0]
         if rayleigh:
             dissipative = dissipative - (self.damping_matrix(s.mass_matrix) @ q_dot[..., None])[..., 0]
-        if self.env.ground_height is not None and nc and bool((s.x[:, nm:nm + nc, 2] < self.env.ground_height[:, None]).any()):
+        if self.env.ground_height is not None and nc and bool((s.x[:, :nc, 2] < self.env.ground_height[:, None]).any()):
             env = self.env  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
             whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
             mobile = self._mobile_mass(whitened) if self.deforms else None
-            spring, resist = ground_forces(s.x[:, nm:nm + nc], s.v[:, nm:nm + nc], self.contact_mass,
+            spring, resist = ground_forces(s.x[:, :nc], s.v[:, :nc], self.contact_mass,
                                            env.ground_height, env.contact_stiffness, self.contact_damping,
                                            self.per_body["friction"], env.friction_regularization, self.step, mobile,
                                            lambda c, axes: self._fastest_rate(whitened, c, axes))
@@ -300,22 +294,20 @@ class LagrangianSystem:
         """q_ddot from M q_ddot = Q - J^T m d2x, and the powers of loads and of dissipation."""
         s = self.state(q, q_dot)
         conservative, loads, dissipative = self.forces(q, q_dot, s)
-        q_ddot = self.solve(s.mass_matrix, conservative + loads + dissipative - s.quadratic)
+        q_ddot = self.solve(s.mass_matrix, conservative + loads + dissipative - s.mass.quadratic)
         return q_ddot, (loads * q_dot).sum(-1), -(dissipative * q_dot).sum(-1)
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
-        """Kinetic, internal potential, gravity potential and contact spring energy per body (J)."""
-        x, jac = self.map.jacobian(q, DYNAMICS)
-        v = torch.einsum("bpik,bk->bpi", jac, q_dot)
-        nm, nc = self.n_mass, self.n_contact
-        m = self.masses
-        kinetic = 0.5 * (m * (v[:, :nm] ** 2).sum(-1)).sum(-1)
-        gravity = -(m * (x[:, :nm] @ self.gravity)).sum(-1)
+        """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential and contact spring energy
+        per body (J)."""
+        nc = self.n_contact
+        kinetic = 0.5 * (q_dot[:, None] @ self.mass_matrix(q) @ q_dot[..., None])[:, 0, 0]
+        gravity = -(self.masses * (self.map.embed(q, MASS) @ self.gravity)).sum(-1)
         pot = self.map.potential(q)
         potential = pot if pot is not None else torch.zeros_like(kinetic)
         contact = torch.zeros_like(kinetic)
         if self.env.ground_height is not None and nc:
-            depth = torch.clamp(self.env.ground_height[:, None] - x[:, nm:nm + nc, 2], min=0.0)
+            depth = torch.clamp(self.env.ground_height[:, None] - self.map.embed(q, ACTING)[:, :nc, 2], min=0.0)
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
 
@@ -349,7 +341,7 @@ def _top_eigenvalue(chol, matrix) -> float:
 
 def _jt(jacobian, f):
     """J^T f summed over points: (B, P, 3, n), (B, P, 3) -> (B, n)."""
-    return torch.einsum("bpik,bpi->bk", jacobian, f)
+    return (f.flatten(1)[:, None] @ jacobian.flatten(1, 2))[:, 0]
 
 
 def _per_body(value, batch, dtype):

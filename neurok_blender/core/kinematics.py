@@ -4,10 +4,22 @@ Everything the engine needs (mass matrix, quadratic velocity term, generalized f
 this one differentiable function, so rigid, articulated and learned coordinates plug in alike.
 """
 
+from dataclasses import dataclass
+
 import torch
 from torch.func import jvp, vmap
 
 MASS = "mass"  # the point set every map has: its mass points
+
+
+@dataclass
+class MassTerms:
+    """The sums over the mass points that the equations of motion take, at (q, q_dot), per body."""
+
+    mass_matrix: torch.Tensor  # (B, n, n) M = sum m J^T J
+    quadratic: torch.Tensor  # (B, n) sum m J^T d2x[q_dot, q_dot], d2x[q_dot, q_dot] = (dJ/dt) q_dot
+    kinetic_gradient: torch.Tensor  # (B, n) dT/dq at fixed q_dot
+    moment: torch.Tensor  # (B, 3, n) sum m J: a uniform field of acceleration g acts with moment^T g
 
 
 class KinematicMap:
@@ -98,6 +110,18 @@ class KinematicMap:
         jac, hess = vmap(column, out_dims=-1)(eye)
         x, v = position_and_velocity(q)
         return x, v, jac, hess
+
+    def mass_terms(self, q: torch.Tensor, q_dot: torch.Tensor) -> MassTerms:
+        """``MassTerms`` from the mass points' x, v, J and H (``derivatives``); a map may override it
+        with a closed form that never builds J per point (the posed maps do, ``rigid.posed_mass_terms``)."""
+        _, v, jac, hess = self.derivatives(q, q_dot, MASS)
+        m = self.masses[..., None]
+        weighted = (m[..., None] * jac).flatten(1, 2)  # (B, 3P, n)
+        d2x = (hess @ q_dot[:, None, :, None])[..., 0]
+        return MassTerms(mass_matrix=weighted.transpose(1, 2) @ jac.flatten(1, 2),
+                         quadratic=(weighted.transpose(1, 2) @ d2x.flatten(1)[..., None])[..., 0],
+                         kinetic_gradient=((m * v).flatten(1)[:, None] @ hess.flatten(1, 2))[:, 0],
+                         moment=(m[..., None] * jac).sum(1))
 
     def potential(self, q: torch.Tensor) -> torch.Tensor | None:
         """Internal potential energy V(q) per body (B,), or None when there is none."""

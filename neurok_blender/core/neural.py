@@ -69,7 +69,7 @@ from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .options import EXPANSIONS
 from .reduction import Subspace
-from .rigid import posed_derivatives, posed_jacobian
+from .rigid import posed_derivatives, posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
 from .skinning import deform, skinning
 
@@ -156,6 +156,7 @@ class NeuralBodyMap(KinematicMap):
         self._inverse_inertia = torch.linalg.inv(inertia)
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
+        self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
         self.attach(MASS, self.mass_points)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
@@ -206,7 +207,7 @@ class NeuralBodyMap(KinematicMap):
         condensed = torch.cat([half, -half]).reshape(-1, 3, 1 + k + k * k)
         self.mass_points = (self.center + condensed[..., 0])[None]
         self.masses = torch.full((1, len(condensed)), float(mu), dtype=phi.dtype)
-        field = (condensed[None, ..., 1:1 + k], condensed[None, ..., 1 + k:].reshape(1, -1, 3, k, k))
+        field = (condensed[None, ..., 1:1 + k].contiguous(), condensed[None, ..., 1 + k:].reshape(1, -1, 3, k, k).contiguous())
         self._skins[MASS] = (None, field)  # no network skinning: the condensed points are not on the body
 
     @property
@@ -355,6 +356,13 @@ class NeuralBodyMap(KinematicMap):
         return posed_derivatives(self.orientation, q, q_dot, r, r_s, torch.einsum("bpik,bk->bpi", r_s, s_dot),
                                  r_ss_dot)
 
+    def mass_terms(self, q, q_dot):
+        if self._skin(MASS)[1] is None:
+            return super().mass_terms(q, q_dot)
+        r, r_s, r_ss_dot = self._expansion(MASS, q[:, 6:], q_dot[:, 6:])
+        self._expanded = (q, r, r_s)  # the potential's gradient at the same q, next in a force evaluation
+        return posed_mass_terms(self.orientation, q, q_dot, self.masses, r, r_s, r_ss_dot)
+
     def set_plastic_rest(self, s_p):
         """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
         self.plastic_rest = s_p
@@ -380,7 +388,7 @@ class NeuralBodyMap(KinematicMap):
         if self._skin(MASS)[1] is None:
             return None
         s = q[:, 6:]
-        r, r_s, _ = self._expansion(MASS, s)
+        r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
         u = r + self.center - self.plastic_shape
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4

@@ -3,7 +3,11 @@
     R(theta) = I + A(t2) K + B(t2) K^2,   K = [theta]x,   t2 = |theta|^2,
     A = sin t / t = sum (-1)^n t2^n / (2n+1)!,   B = (1 - cos t) / t^2 = sum (-1)^n t2^n / (2n+2)!
 
-A and B are written as their power series in t2: smooth everywhere, so the derivatives are exact
+and its right Jacobian, omega_body = T(theta) theta_dot (R^T dR/dt = [omega_body]x),
+
+    T(theta) = I - B K + C K^2,   C = (t - sin t) / t^3 = sum (-1)^n t2^n / (2n+3)!
+
+A, B and C are written as their power series in t2: smooth everywhere, so the derivatives are exact
 polynomials, with no branch at zero. Sixteen terms give float64 precision for |theta| <= pi; the
 rollout re-centres the rigid map's chart every frame and whenever theta has moved 1 rad.
 """
@@ -15,6 +19,7 @@ import torch
 _TERMS = 16
 _A = [(-1) ** n / math.factorial(2 * n + 1) for n in range(_TERMS)]
 _B = [(-1) ** n / math.factorial(2 * n + 2) for n in range(_TERMS)]
+_C = [(-1) ** n / math.factorial(2 * n + 3) for n in range(_TERMS)]
 
 
 def hat(v: torch.Tensor) -> torch.Tensor:
@@ -37,15 +42,18 @@ def _derived(c):
     return [n * c[n] for n in range(1, len(c))] + [0.0]
 
 
-# Rows: A, A', A'', B, B', B'' (derivatives in t2) as power-series coefficients of t2^n.
+# Rows: A, A', A'', B, B', B'' (derivatives in t2) as power-series coefficients of t2^n; then the
+# right Jacobian's B, C, and the rates' A, B, B', C, C'.
 _SERIES = torch.tensor([_A, _derived(_A), _derived(_derived(_A)), _B, _derived(_B), _derived(_derived(_B))],
                        dtype=torch.float64)
+_JACOBIAN_SERIES = torch.tensor([_B, _C], dtype=torch.float64)
+_RATES_SERIES = torch.tensor([_A, _B, _derived(_B), _C, _derived(_C)], dtype=torch.float64)
 
 
-def _coefficients(t2):
-    """A, A', A'', B, B', B'' at t2 (...,), each shaped like t2: one matrix product over the powers."""
+def _coefficients(t2, series=_SERIES):
+    """The rows of ``series`` at t2 (...,), each shaped like t2: one matrix product over the powers."""
     powers = t2[..., None] ** torch.arange(_TERMS, dtype=t2.dtype)
-    return (powers @ _SERIES.to(t2.dtype).T).unbind(-1)
+    return (powers @ series.to(t2.dtype).T).unbind(-1)
 
 
 def exp_so3(theta: torch.Tensor) -> torch.Tensor:
@@ -111,12 +119,31 @@ def _anticommutator_basis(a):
 
 
 def body_angular_velocity(theta: torch.Tensor, theta_dot: torch.Tensor) -> torch.Tensor:
-    """omega_body = vee(R^T dR/dt) for R = exp(theta): the right Jacobian J_r(theta) applied to theta_dot."""
-    rot, _, rot_dot, _ = exp_so3_derivatives(theta, theta_dot)
-    return vee(rot.transpose(-1, -2) @ rot_dot)
+    """omega_body = vee(R^T dR/dt) = T(theta) theta_dot for R = exp(theta), (B, 3)."""
+    return (right_jacobian(theta) @ theta_dot[..., None])[..., 0]
 
 
 def right_jacobian(theta: torch.Tensor) -> torch.Tensor:
-    """J_r(theta) (B, 3, 3), omega_body = J_r theta_dot: column k is vee(R^T dR/dtheta_k)."""
-    rot, rot_k = exp_so3_derivatives(theta)
-    return vee(torch.einsum("bji,bjlk->bkil", rot, rot_k)).transpose(1, 2)
+    """T(theta) = I - B K + C K^2 (B, 3, 3), omega_body = T theta_dot; also dR/dtheta_k = R [T e_k]x."""
+    b, c = (x[:, None, None] for x in _coefficients((theta * theta).sum(-1), _JACOBIAN_SERIES))
+    k = hat(theta)
+    return torch.eye(3, dtype=theta.dtype) - b * k + c * (k @ k)
+
+
+def rotation_rates(theta: torch.Tensor, theta_dot: torch.Tensor):
+    """exp(theta), T and D = d(T theta_dot)/dtheta at fixed theta_dot, each (B, 3, 3): how omega_body
+    changes with theta, so D theta_dot = (dT/dt) theta_dot. From T theta_dot = theta_dot
+    - B theta x theta_dot + C theta x (theta x theta_dot), with dt2/dtheta = 2 theta^T and u = theta x theta_dot:
+
+        D = 2 (C' theta x u - B' u) theta^T + B [theta_dot]x + C ((theta . theta_dot) I + theta theta_dot^T - 2 theta_dot theta^T)
+    """
+    a, b, b1, c, c1 = (x[:, None, None] for x in _coefficients((theta * theta).sum(-1), _RATES_SERIES))
+    k = hat(theta)
+    kk = k @ k
+    eye = torch.eye(3, dtype=theta.dtype)
+    u = (k @ theta_dot[..., None])[..., 0]
+    outer = theta_dot[:, :, None] * theta[:, None, :]  # theta_dot theta^T
+    along = (theta * theta_dot).sum(-1)[:, None, None] * eye
+    turn = 2 * (c1 * (k @ u[..., None]) - b1 * u[..., None])
+    derivative = turn * theta[:, None, :] + b * hat(theta_dot) + c * (along + outer.transpose(1, 2) - 2 * outer)
+    return eye + a * k + b * kk, eye - b * k + c * kk, derivative

@@ -117,6 +117,7 @@ def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -
     return max(1, math.ceil(system.map.latent_speed(q_dot) / (fps * MAX_LATENT_DRIFT)))
 
 
+@torch.inference_mode()  # no autograd bookkeeping on the thousands of small operations of a run
 def rollout(
     system: LagrangianSystem,
     q0: torch.Tensor,
