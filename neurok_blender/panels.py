@@ -143,8 +143,10 @@ class VIEW3D_PT_neurok_simulate(_Section, bpy.types.Panel):
             layout.progress(factor=solve.done / max(solve.total, 1), type="BAR",
                             text=f"Simulating '{solve.job.name}': frame {solve.done}/{solve.total} (Esc cancels)")
         else:
-            layout.scale_y = 1.5
-            layout.operator("neurok.simulate", icon="PHYSICS")
+            row = layout.row(align=True)
+            row.scale_y = 1.5
+            row.operator("neurok.simulate", icon="PHYSICS")
+            row.operator("neurok.live", icon="PLAY")
 
 
 class VIEW3D_PT_neurok_result(_Section, bpy.types.Panel):

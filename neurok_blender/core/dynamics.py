@@ -72,19 +72,15 @@ class LagrangianSystem:
         empty = torch.zeros(b, 0, 3, dtype=dtype)
         self.contact_points = env.contact_points if env.contact_points is not None else empty
         self.contact_mass = env.contact_mass if env.contact_mass is not None else torch.zeros(b, 0, dtype=dtype)
-        self.load_points = env.load_points if env.load_points is not None else empty
-        self.load_vectors = env.load_vectors if env.load_vectors is not None else empty
-        self.load_windows = env.load_windows if env.load_windows is not None else torch.zeros(b, 0, 2, dtype=dtype)
         self.n_contact = self.contact_points.shape[1]
-        acting = torch.cat([self.contact_points, self.load_points], 1)
-        self.acting = bool(acting.shape[1])
-        if self.acting:
-            kinematic_map.attach(ACTING, acting)
+        self.load_points = None
+        self.set_loads(env.load_points if env.load_points is not None else empty,
+                       env.load_vectors if env.load_vectors is not None else empty,
+                       env.load_windows if env.load_windows is not None else torch.zeros(b, 0, 2, dtype=dtype))
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "rolling_lever")}
-        self.active_loads = torch.zeros_like(self.load_vectors)
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self._factored = None  # (M, its factor): see factor
         self.contact_damping = damping_ratios(self.per_body["restitution"])
@@ -102,6 +98,17 @@ class LagrangianSystem:
         if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
                 and bool(kinematic_map.rigid_dofs[:3].all()):
             self.impact = _per_body(env.impact_restitution, b, dtype)
+
+    def set_loads(self, points, vectors, windows) -> None:
+        """The point loads: rest positions (B, L, 3), vectors (B, L, 3) N and windows [t0, t1) (B, L, 2) s.
+        The acting points (contact, then load) are attached to the map anew when the points change."""
+        if self.load_points is None or not torch.equal(points, self.load_points):
+            acting = torch.cat([self.contact_points, points], 1)
+            self.acting = bool(acting.shape[1])
+            if self.acting:
+                self.map.attach(ACTING, acting)
+        self.load_points, self.load_vectors, self.load_windows = points, vectors, windows
+        self.active_loads = torch.zeros_like(vectors)
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:

@@ -228,7 +228,7 @@ class NeuralBodyMap(KinematicMap):
         identity, the image's nearest vertex's for the others), and the field is the block-diagonal
         sum over g of g Y(g x), g Z(g x) (module docstring).
         """
-        if name in self._skins and self.points(name) is points:
+        if name in self._skins and torch.equal(self.points(name), points):  # the same points again
             return
         super().attach(name, points)
         zero = torch.zeros(self.block, dtype=self.dtype)

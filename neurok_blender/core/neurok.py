@@ -3,6 +3,7 @@
     model = NeuROK.load(device="auto")                   # the shipped weights, no network
     result = model.simulate(vertices, faces, Conditions(frames=48, fps=24))
     result.positions                                     # (frames, V, 3) float32, world space
+    live = model.live(vertices, faces, conditions)       # a frame per live.step(forces=[...])
 
 Per mesh (``body``): encode it once (prior mean and shape tokens), find its active subspace (k_q
 reduced coordinates, ``reduction.py``), put its mass at material points (``mass_points.py``), one
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from .checkpoint import load_model, read_checkpoint, resolve_device
+from .interactive import LiveBody, live
 from .dynamics import Environment
 from .mass_points import material_points
 from .material import CategoryMaterial, body_material
@@ -92,3 +94,7 @@ class NeuROK:
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:
         """``simulation.simulate`` with this model: any category, rigid included."""
         return simulate(vertices, faces, conditions, model=self, progress=progress, points=points)
+
+    def live(self, vertices, faces, conditions: Conditions | None = None, points=None) -> LiveBody:
+        """``interactive.live`` with this model: a body stepped one frame at a time as it is pushed."""
+        return live(vertices, faces, conditions, model=self, points=points)

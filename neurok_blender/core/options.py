@@ -61,6 +61,26 @@ class Force:
         """The force on each application point, N (3,)."""
         return np.asarray(self.vector, dtype=np.float64) / len(self.application_points(vertices))
 
+    def check(self, vertex_count: int, name: str = "force") -> None:
+        """Raise ValueError naming the first bad field (``name``: how the caller calls this force)."""
+        _vector(f"{name}.vector", self.vector)
+        if (self.point is None) == (self.vertices is None):
+            raise ValueError(f"{name}: give exactly one of point or vertices")
+        if self.point is not None:
+            points = np.atleast_2d(np.asarray(self.point, dtype=np.float64))
+            if points.ndim != 2 or points.shape[1] != 3 or len(points) == 0 or not np.isfinite(points).all():
+                raise ValueError(f"{name}.point must be 3 finite numbers or a (k, 3) array of them")
+        else:
+            idx = np.asarray(self.vertices)
+            if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError(f"{name}.vertices must be a non-empty list of vertex indices")
+            if idx.min() < 0 or idx.max() >= vertex_count:
+                raise ValueError(f"{name}.vertices must lie in [0, {vertex_count - 1}]")
+        if not (math.isfinite(self.start_frame) and math.isfinite(self.end_frame)):
+            raise ValueError(f"{name}: start_frame and end_frame must be finite")
+        if self.end_frame <= self.start_frame:
+            raise ValueError(f"{name}: end_frame ({self.end_frame}) must be after start_frame ({self.start_frame})")
+
 
 @dataclass
 class Pull:
@@ -140,30 +160,9 @@ class Conditions:
         if self.substeps is not None and not (isinstance(self.substeps, (int, np.integer)) and self.substeps >= 1):
             raise ValueError(f"substeps must be a positive integer or None, got {self.substeps!r}")
         for i, force in enumerate(self.forces):
-            _check_force(i, force, vertex_count)
+            force.check(vertex_count, f"forces[{i}]")
         if self.pull is not None:
             _check_pull(self.pull, vertex_count)
-
-
-def _check_force(i, force, vertex_count):
-    name = f"forces[{i}]"
-    _vector(f"{name}.vector", force.vector)
-    if (force.point is None) == (force.vertices is None):
-        raise ValueError(f"{name}: give exactly one of point or vertices")
-    if force.point is not None:
-        points = np.atleast_2d(np.asarray(force.point, dtype=np.float64))
-        if points.ndim != 2 or points.shape[1] != 3 or len(points) == 0 or not np.isfinite(points).all():
-            raise ValueError(f"{name}.point must be 3 finite numbers or a (k, 3) array of them")
-    else:
-        idx = np.asarray(force.vertices)
-        if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError(f"{name}.vertices must be a non-empty list of vertex indices")
-        if idx.min() < 0 or idx.max() >= vertex_count:
-            raise ValueError(f"{name}.vertices must lie in [0, {vertex_count - 1}]")
-    if not (math.isfinite(force.start_frame) and math.isfinite(force.end_frame)):
-        raise ValueError(f"{name}: start_frame and end_frame must be finite")
-    if force.end_frame <= force.start_frame:
-        raise ValueError(f"{name}: end_frame ({force.end_frame}) must be after start_frame ({force.start_frame})")
 
 
 def _check_pull(pull, vertex_count):

@@ -18,6 +18,7 @@ import torch
 from .category import resolve_category
 from .dynamics import Environment, LagrangianSystem
 from .initial import initial_state
+from .kinematics import KinematicMap
 from .material import BodyMaterial
 from .mesh import check_mesh, contact_samples
 from .options import Conditions
@@ -55,20 +56,29 @@ class SimulationResult:
     refined_frames: int = 0  # frames redone with more steps after going non-finite (trajectory.MAX_REFINEMENT)
 
 
-def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
-             progress: Callable[[int, int], bool | None] | None = None, points=None,
-             contact: dict | None = None) -> SimulationResult:
-    """Simulate one mesh, given in world space at t = 0, under ``conditions``.
+@dataclasses.dataclass
+class Body:
+    """A mesh made ready to integrate (``prepare``): its map, what acts on it and where it starts."""
 
-    ``model`` (a ``neurok.NeuROK``) moves a deforming category; without one, only "rigid" runs (and
-    "auto" means it). ``positions`` follow the mesh vertices, or the material points ``points``
-    (P, 3) given at t = 0 (Blender moves the base mesh under its modifiers this way). ``contact``
-    replaces Environment fields of a rigid body's ground contact (``BodyMaterial.ground_contact``: a
-    deforming body's, for comparison).
+    kmap: KinematicMap
+    env: Environment
+    q0: torch.Tensor  # (1, n)
+    q_dot0: torch.Tensor  # (1, n)
+    output_points: torch.Tensor  # (1, P, 3): what the frames are drawn at (the vertices, or ``points``)
+    conditions: Conditions  # as integrated: lifted out of the ground with the body
+    vertices: np.ndarray  # (V, 3) world, lifted
+    faces: np.ndarray
+    report: Report
 
-    Raises ValueError for bad input, SimulationError if the rollout goes non-finite (naming the
-    frame) and SimulationCancelled if ``progress`` returns False.
-    """
+    @property
+    def learned(self) -> bool:
+        return not isinstance(self.kmap, RigidBodyMap)
+
+
+def prepare(vertices, faces, conditions: Conditions | None = None, model=None, points=None,
+            contact: dict | None = None) -> Body:
+    """Everything before the first step of ``simulate`` (same arguments): the checks, the category,
+    the lift out of the ground, the body's coordinates and material, and its initial state."""
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
@@ -101,14 +111,34 @@ def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
     out = output_points(v if points is None else points)
     if learned and points is None:
         kmap.attach(OUTPUT, out, parts=kmap.shape.vertex_parts, output=True)  # each vertex follows its part
-    trajectory = rollout(LagrangianSystem(kmap, env), q0, q_dot0, conditions.frames, conditions.fps,
-                         conditions.integrator, output_points=out, substeps=conditions.substeps, progress=progress)
+    return Body(kmap, env, q0, q_dot0, out, conditions, v, f, report)
+
+
+def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
+             progress: Callable[[int, int], bool | None] | None = None, points=None,
+             contact: dict | None = None) -> SimulationResult:
+    """Simulate one mesh, given in world space at t = 0, under ``conditions``.
+
+    ``model`` (a ``neurok.NeuROK``) moves a deforming category; without one, only "rigid" runs (and
+    "auto" means it). ``positions`` follow the mesh vertices, or the material points ``points``
+    (P, 3) given at t = 0 (Blender moves the base mesh under its modifiers this way). ``contact``
+    replaces Environment fields of a rigid body's ground contact (``BodyMaterial.ground_contact``: a
+    deforming body's, for comparison).
+
+    Raises ValueError for bad input, SimulationError if the rollout goes non-finite (naming the
+    frame) and SimulationCancelled if ``progress`` returns False.
+    """
+    body = prepare(vertices, faces, conditions, model, points, contact)
+    conditions = body.conditions
+    trajectory = rollout(LagrangianSystem(body.kmap, body.env), body.q0, body.q_dot0, conditions.frames,
+                         conditions.fps, conditions.integrator, output_points=body.output_points,
+                         substeps=conditions.substeps, progress=progress)
     return SimulationResult(positions=trajectory.points[:, 0], times=trajectory.times,
                             pose={k: p[:, 0] for k, p in trajectory.pose.items()},
                             coordinates=trajectory.coordinates[:, 0],
                             energy={k: e[:, 0] for k, e in trajectory.energy.items()},
                             substeps=trajectory.substeps, integrator=trajectory.method,
-                            refined_frames=trajectory.refined_frames, report=report)
+                            refined_frames=trajectory.refined_frames, report=body.report)
 
 
 def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):

@@ -117,7 +117,98 @@ def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -
     return max(1, math.ceil(system.map.latent_speed(q_dot) / (fps * MAX_LATENT_DRIFT)))
 
 
-@torch.inference_mode()  # no autograd bookkeeping on the thousands of small operations of a run
+class Run:
+    """Integration from an initial state, a frame at a time: ``rollout`` drives one over a fixed number
+    of frames, ``live.LiveBody`` one frame per step as the artist acts on the body.
+
+    ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid. A
+    frame whose learned coordinates move fast takes more (``latent_substeps``), and a frame that goes
+    non-finite or unstable is redone with more. Work runs in inference mode: no autograd bookkeeping
+    on the thousands of small operations of a run.
+    """
+
+    @torch.inference_mode()
+    def __init__(self, system: LagrangianSystem, q0: torch.Tensor, q_dot0: torch.Tensor, fps: float, method: str,
+                 output_points: torch.Tensor, substeps: int | None = None):
+        self.fps, self.requested, self.fixed_substeps = fps, method, substeps
+        self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
+        self.incoming = torch.full((q0.shape[0],), torch.nan, dtype=q0.dtype)  # an impact's incoming speed (restitute)
+        self.work = torch.zeros(q0.shape[0], dtype=q0.dtype)
+        self.dissipated = torch.zeros_like(self.work)
+        self.balance = torch.zeros_like(self.work)
+        self.energy = None
+        system.map.attach(OUTPUT, output_points, output=True)
+        self.use(system, sized_at=q0)
+        self.total0 = _stored(self.energy)
+        self.scale = torch.maximum(_energy_scale(self.energy, self.work, self.dissipated), _energy_floor(system))
+
+    @torch.inference_mode()
+    def use(self, system: LagrangianSystem, sized_at: torch.Tensor | None = None) -> None:
+        """Integrate ``system`` from here on (the same map, another material or load): its method and
+        steps are chosen anew, and the energy balance carries on across the change of potential."""
+        stored = None if self.energy is None else _stored(self.energy)
+        self.system = system
+        self.relaxing = relaxing_start(system, self.requested, self.fixed_substeps)
+        sized_at = None if self.relaxing else (sized_at if sized_at is not None else self.q)
+        self.method = choose_method(system, self.requested, sized_at)
+        self.rest_rates = system.fastest_rates() if self.relaxing else None
+        if self.fixed_substeps:
+            self.substeps = max(self.fixed_substeps, chart_substeps(system, self.fps, self.q_dot))
+        else:
+            self.substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot)
+        self.energy = system.energies(self.q, self.q_dot)
+        self.energy["load_work"], self.energy["dissipated"] = self.work, self.dissipated
+        if stored is not None:  # the new potential's energy is no integration error
+            self.total0 = self.total0 + _stored(self.energy) - stored
+
+    @torch.inference_mode()
+    def advance(self) -> None:
+        """Integrate one frame; SimulationError if it goes non-finite or unstable even with
+        MAX_REFINEMENT times its steps."""
+        system, fps, dt = self.system, self.fps, 1.0 / self.fps
+        frame, q, q_dot = self.frame + 1, self.q, self.q_dot
+        base, frame_method = max(self.substeps, latent_substeps(system, fps, q_dot)), self.method
+        if self.relaxing:  # until a frame starts no stiffer than rest
+            rates = [max(a, b) for a, b in zip(self.rest_rates, system.fastest_rates(q, rest=False))]
+            self.relaxing = rate_substeps(*rates, fps, self.method) > self.substeps
+            if self.relaxing:
+                frame_method = cheaper_method(*rates) if self.requested == AUTO else self.method
+                base = max(base, rate_substeps(*rates, fps, frame_method))
+        steps = base
+        snapshot = system.map.snapshot()
+        while True:
+            system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
+            advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps, frame_method)
+            if advanced is not None:
+                energy = system.energies(advanced[0], advanced[1])
+                work, dissipated = self.work + advanced[3], self.dissipated + advanced[4]
+                balance = _stored(energy) - work + dissipated - self.total0
+                if bool(((balance - self.balance).abs() <= EXPLOSION * self.scale).all()):
+                    break
+            if steps >= base * MAX_REFINEMENT:
+                what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"
+                raise SimulationError(f"the simulation became {what} between frames {frame - 1} and {frame}, "
+                                      f"even with {steps} steps")
+            steps *= 2
+        self.refined += steps > base
+        self.q, self.q_dot, self.incoming = advanced[:3]
+        self.work, self.dissipated, self.balance, self.frame = work, dissipated, balance, frame
+        energy["load_work"], energy["dissipated"] = work, dissipated
+        self.energy = energy
+        self.scale = torch.maximum(self.scale, _energy_scale(energy, work, dissipated))
+
+    @torch.inference_mode()
+    def positions(self) -> torch.Tensor:
+        """The output points (B, P, 3) where the current frame puts them, float32."""
+        return self.system.map.embed(self.q, OUTPUT).to(torch.float32)
+
+    @torch.inference_mode()
+    def row(self):
+        """The current frame as recorded: (q, q_dot, output points, energies, pose)."""
+        pose = {k: v.clone() for k, v in self.system.map.pose(self.q).items()}
+        return self.q.clone(), self.q_dot.clone(), self.positions(), dict(self.energy), pose
+
+
 def rollout(
     system: LagrangianSystem,
     q0: torch.Tensor,
@@ -129,68 +220,15 @@ def rollout(
     substeps: int | None = None,
     progress: Callable[[int, int], bool | None] | None = None,
 ) -> Trajectory:
-    """Integrate frame by frame; frame 0 is the initial state.
+    """Integrate ``frames`` frames (a ``Run``); frame 0 is the initial state.
 
-    ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid. A
-    frame whose learned coordinates move fast takes more (``latent_substeps``), and a frame that goes
-    non-finite or unstable is redone with more.
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
-    relaxing = relaxing_start(system, method, substeps)
-    sized_at = None if relaxing else q0
-    requested, method = method, choose_method(system, method, sized_at)
-    rest_rates = system.fastest_rates() if relaxing else None
-    if substeps:
-        substeps = max(substeps, chart_substeps(system, fps, q_dot0))
-    else:
-        substeps = choose_substeps(system, fps, method, sized_at, q_dot0)
-    system.map.attach(OUTPUT, output_points, output=True)
-    dt = 1.0 / fps
-    q, q_dot, refined = q0, q_dot0, 0
-    incoming = torch.full((q.shape[0],), torch.nan, dtype=q.dtype)  # an impact's incoming speed (restitute)
-    work = torch.zeros(q.shape[0], dtype=q.dtype)
-    dissipated = torch.zeros_like(work)
-    rows = []
-
-    def record(e):
-        e["load_work"], e["dissipated"] = work, dissipated
-        pts = system.map.embed(q, OUTPUT).detach().to(torch.float32)
-        pose = {k: v.detach().clone() for k, v in system.map.pose(q).items()}
-        rows.append((q.detach().clone(), q_dot.detach().clone(), pts, {k: v.detach().clone() for k, v in e.items()}, pose))
-
-    energy = system.energies(q, q_dot)
-    total0, balance = _stored(energy), torch.zeros(q.shape[0], dtype=q.dtype)
-    scale = torch.maximum(_energy_scale(energy, work, dissipated), _energy_floor(system))
-    record(energy)
+    run = Run(system, q0, q_dot0, fps, method, output_points, substeps)
+    rows = [run.row()]
     for frame in range(1, frames):
-        base, frame_method = max(substeps, latent_substeps(system, fps, q_dot)), method
-        if relaxing:  # until a frame starts no stiffer than rest
-            rates = [max(a, b) for a, b in zip(rest_rates, system.fastest_rates(q, rest=False))]
-            relaxing = rate_substeps(*rates, fps, method) > substeps
-            if relaxing:
-                frame_method = cheaper_method(*rates) if requested == AUTO else method
-                base = max(base, rate_substeps(*rates, fps, frame_method))
-        steps = base
-        snapshot = system.map.snapshot()
-        while True:
-            system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
-            advanced = advance_frame(system, q, q_dot, incoming, (frame - 1) * dt, dt, steps, frame_method)
-            if advanced is not None:
-                energy = system.energies(advanced[0], advanced[1])
-                new_work, new_dissipated = work + advanced[3], dissipated + advanced[4]
-                new_balance = _stored(energy) - new_work + new_dissipated - total0
-                if bool(((new_balance - balance).abs() <= EXPLOSION * scale).all()):
-                    break
-            if steps >= base * MAX_REFINEMENT:
-                what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"
-                raise SimulationError(f"the simulation became {what} between frames {frame - 1} and {frame}, "
-                                      f"even with {steps} steps")
-            steps *= 2
-        refined += steps > base
-        q, q_dot, incoming = advanced[:3]
-        work, dissipated, balance = new_work, new_dissipated, new_balance
-        scale = torch.maximum(scale, _energy_scale(energy, work, dissipated))
-        record(energy)
+        run.advance()
+        rows.append(run.row())
         if progress is not None and progress(frame, frames - 1) is False:
             raise SimulationCancelled(f"cancelled at frame {frame} of {frames - 1}")
 
@@ -198,15 +236,15 @@ def rollout(
     energy["total"] = _stored(energy)
     energy["balance"] = energy["total"] - energy["load_work"] + energy["dissipated"] - energy["total"][0]
     return Trajectory(
-        times=np.arange(frames) * dt,
+        times=np.arange(frames) * (1.0 / fps),
         coordinates=torch.stack([r[0] for r in rows]).numpy(),
         velocities=torch.stack([r[1] for r in rows]).numpy(),
         pose={k: torch.stack([r[4][k] for r in rows]).numpy() for k in rows[0][4]},
         points=torch.stack([r[2] for r in rows]).numpy(),
         energy=energy,
-        substeps=substeps,
-        method=method,
-        refined_frames=refined,
+        substeps=run.substeps,
+        method=run.method,
+        refined_frames=run.refined,
     )
 
 

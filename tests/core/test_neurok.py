@@ -322,3 +322,21 @@ def test_a_fast_spin_stays_finite_and_inside_the_prior(neurok):
     assert np.linalg.norm(result.pose["reduced"], axis=1).max() < 1.5 * (np.sqrt(result.report.reduced_coordinates) + 2.5)
     # energy is kept up to the integrator: the wall is stiffer than the step chosen at rest assumes
     assert np.abs(result.energy["balance"]).max() < 0.05 * result.energy["kinetic"][0]
+
+
+def test_a_live_body_takes_a_new_stiffness_from_the_next_frame_on(neurok):
+    """adjust(stiffness=4) on learned coordinates: the frames so far are simulate's, and the rest those
+    of a body that started out twice as fast (omega^2 scales with the stiffness); reset keeps it."""
+    v, f = BOX
+    conditions = Conditions(frames=9, gravity=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0), damping=0.0,
+                            forces=[Force((0.0, 0.0, 3.0), vertices=[0, 1], start_frame=0, end_frame=2)])
+    body = neurok.live(v, f, conditions)
+    first = [body.step() for _ in range(4)]
+    np.testing.assert_allclose(np.array(first), neurok.simulate(v, f, conditions).positions[1:5], atol=1e-10)
+    omega2 = body.body.kmap.omega2
+    body.adjust(stiffness=4.0)
+    assert body.body.kmap.omega2 == pytest.approx(4.0 * omega2)
+    assert body.conditions.stiffness == 4.0 and body.deforms
+    body.reset()
+    stiffer = neurok.simulate(v, f, dataclasses.replace(conditions, stiffness=4.0)).positions
+    np.testing.assert_allclose(np.array([body.step() for _ in range(4)]), stiffer[1:5], atol=1e-8)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from neurok_blender.core import (Conditions, Environment, Force, LagrangianSystem, Pull, RigidBodyMap,
-                                 SimulationCancelled, SimulationError, rollout, simulate)
+                                 SimulationCancelled, SimulationError, live, rollout, simulate)
 from shapes import box
 
 NO_GRAVITY = (0.0, 0.0, 0.0)
@@ -298,3 +298,32 @@ def test_a_body_in_the_ground_starts_on_it_with_its_forces_moved_along():
     assert result.positions[-1, :, 1].mean() > 1e-3
     spin = result.pose["rotation"][-1]
     assert abs(spin[1, 2]) < 1e-9 and abs(spin[2, 1]) < 1e-9
+
+
+def test_a_live_body_steps_the_frames_simulate_makes_and_its_forces_act_over_one_frame():
+    """``live`` gives simulate's frames one per step; a force passed to a step acts as a Conditions
+    force whose window is that frame, and the run's books count its work."""
+    v, f = box(corner=(0.0, 0.0, 0.5))
+    push = Force((0.0, 6.0, 0.0), point=(0.5, 0.5, 1.0), start_frame=3, end_frame=4)
+    expected = simulate(v, f, Conditions(frames=8, ground_height=0.0, forces=[push])).positions
+    body = live(v, f, Conditions(ground_height=0.0))
+    frames = [body.positions()]
+    for frame in range(1, 8):
+        frames.append(body.step([Force(push.vector, point=push.point)] if frame == 4 else []))
+    np.testing.assert_allclose(np.array(frames), expected, atol=1e-12)
+    assert body.frame == 7 and body.time == pytest.approx(7 / 24)
+    body.reset()
+    np.testing.assert_allclose(body.positions(), expected[0], atol=1e-12)
+    np.testing.assert_allclose(body.step(), expected[1], atol=1e-12)
+
+
+def test_a_live_body_refuses_bad_forces_and_a_rigid_one_has_no_material_to_adjust():
+    v, f = box(corner=(0.0, 0.0, 0.5))
+    body = live(v, f, Conditions(ground_height=0.0))
+    with pytest.raises(ValueError, match=r"forces\[0\].vector"):
+        body.step([Force((0.0, np.inf, 0.0), point=(0.5, 0.5, 1.0))])
+    with pytest.raises(ValueError, match=r"forces\[0\].vertices"):
+        body.step([Force((0.0, 1.0, 0.0), vertices=[8])])
+    with pytest.raises(ValueError, match="rigid body has no stiffness"):
+        body.adjust(stiffness=2.0)
+    assert body.frame == 0  # nothing stepped

@@ -1,0 +1,173 @@
+"""The viewport's live mode: the active body simulated as it is shown, pushed and thrown with the mouse.
+
+The body and its settings are read as Simulate reads them (``SimulationJob.read``) and stepped by a
+``core.LiveBody``, a frame per step, each frame written straight into the mesh. Every frame shown is
+kept, so Bake writes exactly what the artist saw (shape keys or a point cache, as the object's
+Bake To says); Cancel puts the mesh back as it was. The operator (``operators/live.py``) only
+turns events into these calls, so scripts and tests drive a session the same way. While it runs the
+mesh shows the simulated base mesh alone (its own shape keys pinned to the reference key), in the
+object's transform as it was at the start.
+
+A grab holds a material point of the surface on a spring to the mouse: the point under the cursor
+when the button went down, followed wherever the body takes it, pulled towards the cursor's place
+at the grab's depth with the force M (w^2 (target - x) - 2 w v), w = 2 pi GRAB_FREQUENCY, the body's
+mass M: critically damped, so a drag leads the body and a fast drag released throws it.
+"""
+
+import time
+
+import numpy as np
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+from . import output
+from .job import SimulationJob, load_model
+
+GRAB_FREQUENCY = 2.0  # Hz: how stiffly the grabbed point follows the mouse
+
+
+class LiveSession:
+    """One live run of ``obj`` from its current shape and settings; ValueError if it cannot start."""
+
+    def __init__(self, obj, options=None):
+        from .core import live
+
+        self.job = job = SimulationJob.read(obj, options)
+        self.obj, self.scale = obj, job.scale
+        model = None if job.conditions.category == "rigid" else load_model(job.options)
+        self.body = live(job.vertices, job.triangles, job.conditions, model=model, points=job.points)
+        self.world = np.array(obj.matrix_world, dtype=np.float64)
+        mesh = obj.data
+        mesh.calc_loop_triangles()
+        self.triangles = np.empty((len(mesh.loop_triangles), 3), dtype=np.int64)
+        mesh.loop_triangles.foreach_get("vertices", self.triangles.ravel())
+        self._keys = mesh.shape_keys.key_blocks if mesh.shape_keys is not None else None
+        self._pinned = (obj.show_only_shape_key, obj.active_shape_key_index)
+        self.original = self._read()
+        if self._keys is not None:  # show the reference key alone: the live shape is written there
+            obj.show_only_shape_key, obj.active_shape_key_index = True, 0
+        self.material = (obj.neurok.stiffness, obj.neurok.damping)
+        self.grab = None  # (triangle's vertices, barycentric weights, material point at frame 0 (m), depth along the ray (m))
+        self.target = None  # world point (m) the grabbed point is pulled to
+        self._held = None  # where the grabbed point was the frame before (m), for its velocity
+        self.current = self.body.positions()  # world, m
+        self.shown = [self._local(self.current)]
+        self.seconds = 0.0  # spent stepping, for the frame rate
+
+    # -- what the mesh shows ----------------------------------------------------------------------
+    def _coordinates(self):
+        return self._keys[0].data if self._keys is not None else self.obj.data.vertices
+
+    def _read(self) -> np.ndarray:
+        co = np.empty(len(self.obj.data.vertices) * 3, dtype=np.float32)
+        self._coordinates().foreach_get("co", co)
+        return co.reshape(-1, 3)
+
+    def _write(self, local: np.ndarray) -> None:
+        self._coordinates().foreach_set("co", np.ascontiguousarray(local, dtype=np.float32).ravel())
+        self.obj.data.update()
+
+    def _local(self, world_metres: np.ndarray) -> np.ndarray:
+        """Object space (scene units) of world positions in metres, for the object's transform at the start."""
+        inverse = np.linalg.inv(self.world)
+        return (world_metres / self.scale) @ inverse[:3, :3].T.astype(np.float32) + inverse[:3, 3].astype(np.float32)
+
+    @property
+    def frames(self) -> int:
+        """Frames shown, the first included."""
+        return len(self.shown)
+
+    @property
+    def frame_rate(self) -> float:
+        """Frames stepped per second of stepping."""
+        return (self.frames - 1) / self.seconds if self.seconds > 0 else 0.0
+
+    # -- one frame ----------------------------------------------------------------------------------
+    def step(self) -> None:
+        """Advance a frame with the grab's pull and the sidebar's current stiffness and damping, and show it."""
+        from .core import Force
+
+        began = time.perf_counter()
+        material = (self.obj.neurok.stiffness, self.obj.neurok.damping)
+        if material != self.material and self.body.deforms:
+            self.body.adjust(stiffness=material[0], damping=material[1])
+        self.material = material
+        forces = []
+        if self.grab is not None:
+            forces.append(Force(tuple(self._pull()), point=tuple(self.grab[2])))
+        self.current = self.body.step(forces)
+        self.seconds += time.perf_counter() - began
+        local = self._local(self.current)
+        self.shown.append(local)
+        self._write(local)
+
+    def _pull(self) -> np.ndarray:
+        """M (w^2 (target - x) - 2 w v) on the grabbed point x (N, world)."""
+        corners, weights = self.grab[0], self.grab[1]
+        held = weights @ self.current[corners].astype(np.float64)
+        velocity = np.zeros(3) if self._held is None else (held - self._held) * self.body.conditions.fps
+        self._held = held
+        w = 2 * np.pi * GRAB_FREQUENCY
+        return self.body.conditions.mass * (w * w * (self.target - held) - 2 * w * velocity)
+
+    # -- the mouse ------------------------------------------------------------------------------------
+    def grab_at(self, origin, direction) -> bool:
+        """Grab the surface where the ray from ``origin`` along ``direction`` (world, scene units)
+        first meets the body as shown; False if it misses."""
+        world = self.current.astype(np.float64)
+        tree = BVHTree.FromPolygons([Vector(p) for p in world], self.triangles.tolist())
+        start = np.asarray(origin, dtype=np.float64) * self.scale
+        ray = np.asarray(direction, dtype=np.float64)
+        hit, _, index, distance = tree.ray_cast(Vector(start), Vector(ray / np.linalg.norm(ray)))
+        if hit is None:
+            return False
+        corners = self.triangles[index]
+        weights = _barycentric(np.array(hit), world[corners])
+        material = weights @ self.job.points[corners]  # the same point of the body at frame 0
+        self.grab, self.target, self._held = (corners, weights, material, distance), np.array(hit), None
+        return True
+
+    def drag_to(self, origin, direction) -> None:
+        """Move the grab's target to the mouse ray (world, scene units) at the depth it was grabbed at."""
+        if self.grab is None:
+            return
+        ray = np.asarray(direction, dtype=np.float64)
+        self.target = np.asarray(origin, dtype=np.float64) * self.scale + self.grab[3] * ray / np.linalg.norm(ray)
+
+    def release(self) -> None:
+        self.grab = self.target = self._held = None
+
+    def restart(self) -> None:
+        """Back to the first frame, keeping the current material; the frames shown so far are dropped."""
+        self.release()
+        self.body.reset()
+        self.current = self.body.positions()
+        self.shown = [self._local(self.current)]
+        self.seconds = 0.0
+        self._write(self.shown[0])
+
+    # -- the end --------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Put the mesh back exactly as it was."""
+        self._write(self.original)
+        if self._keys is not None:
+            self.obj.show_only_shape_key, self.obj.active_shape_key_index = self._pinned
+
+    def bake(self) -> str:
+        """Put the mesh back and bake the frames shown from the start frame on; a one-line summary."""
+        self.cancel()
+        output.bake(self.obj, np.stack(self.shown), self.job.start)
+        end = self.job.start + self.frames - 1
+        return (f"NeuROK: baked the {self.frames} live frames ({self.job.start}-{end}) of '{self.obj.name}' "
+                f"at {self.frame_rate:.1f} frames/s")
+
+
+def _barycentric(point: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """Weights w (3,) with w @ corners = the point's projection onto the triangle's plane."""
+    a, b, c = corners
+    v0, v1, v2 = b - a, c - a, point - a
+    d00, d01, d11, d20, d21 = v0 @ v0, v0 @ v1, v1 @ v1, v2 @ v0, v2 @ v1
+    denominator = d00 * d11 - d01 * d01
+    v = (d11 * d20 - d01 * d21) / denominator
+    w = (d00 * d21 - d01 * d20) / denominator
+    return np.array([1.0 - v - w, v, w])

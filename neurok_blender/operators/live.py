@@ -1,0 +1,104 @@
+import bpy
+from bpy_extras import view3d_utils
+
+from .. import job, live
+from .simulate import _redraw_sidebars
+
+HELP = "drag: push or throw · R: restart · Enter: bake what was shown · Esc: cancel"
+
+
+class NEUROK_OT_live(bpy.types.Operator):
+    """Simulate the active mesh live in the viewport: drag it with the mouse, change its stiffness and
+    damping in the sidebar while it runs; Enter bakes exactly what was shown, Esc puts it back"""
+
+    bl_idname = "neurok.live"
+    bl_label = "Live"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if context.active_object is None:
+            cls.poll_message_set("No active object: select a mesh to simulate")
+            return False
+        if job.running() is not None:
+            cls.poll_message_set(f"Simulating '{job.running().job.name}': wait for it or press Esc")
+            return False
+        if context.area is None or context.area.type != "VIEW_3D":
+            cls.poll_message_set("Live mode runs in a 3D viewport")
+            return False
+        return True
+
+    def invoke(self, context, event):
+        try:
+            self._session = live.LiveSession(context.active_object)
+        except ImportError as error:
+            self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
+            return {"CANCELLED"}
+        except (ValueError, RuntimeError) as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(1.0 / self._session.body.conditions.fps, window=context.window)
+        wm.modal_handler_add(self)
+        self._status(context)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        session = self._session
+        if event.type == "ESC" and event.value == "PRESS":
+            session.cancel()
+            self._end(context)
+            self.report({"INFO"}, "NeuROK: live run cancelled, the mesh is as it was")
+            return {"CANCELLED"}
+        if event.type in {"RET", "NUMPAD_ENTER"} and event.value == "PRESS":
+            self._end(context)
+            try:
+                self.report({"INFO"}, session.bake())
+            except (ValueError, RuntimeError) as error:
+                self.report({"ERROR"}, str(error))
+                return {"CANCELLED"}
+            return {"FINISHED"}
+        if event.type == "R" and event.value == "PRESS":
+            session.restart()
+        elif event.type == "LEFTMOUSE" and event.value == "PRESS":
+            if session.grab_at(*self._ray(context, event)):
+                return {"RUNNING_MODAL"}
+        elif event.type == "LEFTMOUSE" and event.value == "RELEASE" and session.grab is not None:
+            session.release()
+            return {"RUNNING_MODAL"}
+        elif event.type == "MOUSEMOVE" and session.grab is not None:
+            session.drag_to(*self._ray(context, event))
+            return {"RUNNING_MODAL"}
+        elif event.type == "TIMER":
+            try:
+                session.step()
+            except (ValueError, RuntimeError) as error:  # a rollout that went non-finite: put the mesh back
+                session.cancel()
+                self._end(context)
+                self.report({"ERROR"}, str(error))
+                return {"CANCELLED"}
+            self._status(context)
+        return {"PASS_THROUGH"}
+
+    def cancel(self, context):
+        """Blender ends the modal operator itself (a file load, the window closing): put the mesh back."""
+        self._session.cancel()
+        self._end(context)
+
+    def _ray(self, context, event):
+        """The mouse's ray in world space (scene units): origin and direction."""
+        coord = (event.mouse_region_x, event.mouse_region_y)
+        region, view = context.region, context.region_data
+        return (view3d_utils.region_2d_to_origin_3d(region, view, coord),
+                view3d_utils.region_2d_to_vector_3d(region, view, coord))
+
+    def _status(self, context):
+        session = self._session
+        context.workspace.status_text_set(f"NeuROK live: '{session.obj.name}', frame {session.frames - 1}, "
+                                          f"{session.frame_rate:.1f} frames/s · {HELP}")
+        _redraw_sidebars(context)
+
+    def _end(self, context):
+        context.window_manager.event_timer_remove(self._timer)
+        context.workspace.status_text_set(None)
+        _redraw_sidebars(context)

@@ -1,0 +1,83 @@
+"""Live mode through real bpy: the session behind the viewport's Live button (the modal operator only
+turns mouse and keys into these calls; a background Blender has no window to send them)."""
+
+import bpy
+import numpy as np
+import pytest
+
+from neurok_blender import live
+from neurok_blender.core import Conditions, simulate
+from conftest import add_box, evaluated_vertices, scene_snapshot
+
+
+def shown(obj) -> np.ndarray:
+    return evaluated_vertices(obj, bpy.context.scene.frame_current)
+
+
+def test_live_frames_are_the_simulated_ones_and_cancel_puts_the_mesh_back():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    before = scene_snapshot()
+    start = shown(obj)
+    session = live.LiveSession(obj)
+    for _ in range(6):
+        session.step()
+    expected = simulate(start, session.job.triangles, Conditions(frames=7, ground_height=0.0)).positions
+    np.testing.assert_allclose(shown(obj), expected[6], atol=1e-5)  # the fall, as Simulate makes it
+    assert shown(obj)[:, 2].min() < start[:, 2].min() - 0.1
+    session.cancel()
+    assert scene_snapshot() == before
+
+
+def test_a_grab_pulls_the_body_towards_the_mouse_and_bake_keeps_what_was_shown():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    session = live.LiveSession(obj)
+    assert not session.grab_at((3.0, 0.0, 10.0), (0.0, 0.0, -1.0))  # beside the box: nothing to grab
+    assert session.grab_at((0.2, 0.1, 10.0), (0.0, 0.0, -1.0))  # its top face, from above
+    np.testing.assert_allclose(session.target, [0.2, 0.1, 2.5], atol=1e-5)
+    session.drag_to((0.2, 0.1, 11.0), (0.0, 0.0, -1.0))  # the mouse one metre up: the top held there
+    frames = []
+    for _ in range(12):
+        session.step()
+        frames.append(shown(obj))
+    assert frames[-1][:, 2].max() > 2.9  # lifted towards the target, where a free box falls 1.2 m
+    session.release()
+    session.step()
+    frames.append(shown(obj))
+    summary = session.bake()
+    assert "baked the 14 live frames (1-14)" in summary
+    for frame, positions in enumerate(frames, start=2):
+        np.testing.assert_allclose(evaluated_vertices(obj, frame), positions, atol=1e-5)
+
+
+def test_restart_goes_back_to_the_first_frame():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    start = shown(obj)
+    session = live.LiveSession(obj)
+    for _ in range(3):
+        session.step()
+    session.restart()
+    assert session.frames == 1
+    np.testing.assert_allclose(shown(obj), start, atol=1e-6)
+
+
+def test_a_mesh_with_shape_keys_shows_the_live_shape_and_gets_its_keys_back():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    obj.shape_key_add(name="Basis")
+    bump = obj.shape_key_add(name="Bump")
+    bump.data[0].co.z += 0.5
+    bump.value = 1.0
+    before, start = scene_snapshot(), shown(obj)
+    session = live.LiveSession(obj)
+    for _ in range(4):
+        session.step()
+    np.testing.assert_allclose(shown(obj), session.current, atol=1e-5)  # the live shape, the bump not added on top
+    session.cancel()
+    assert scene_snapshot() == before
+    assert not obj.show_only_shape_key
+    np.testing.assert_allclose(shown(obj), start, atol=1e-6)
+
+
+def test_live_refuses_what_simulate_refuses():
+    bpy.ops.object.empty_add()
+    with pytest.raises(ValueError):
+        live.LiveSession(bpy.context.active_object)
