@@ -23,12 +23,8 @@ _C = [(-1) ** n / math.factorial(2 * n + 3) for n in range(_TERMS)]
 
 
 def hat(v: torch.Tensor) -> torch.Tensor:
-    """Skew matrix [v]x with [v]x a = v x a, for v of shape (..., 3)."""
-    x, y, z = v.unbind(-1)
-    o = torch.zeros_like(x)
-    return torch.stack(
-        (torch.stack((o, -z, y), -1), torch.stack((z, o, -x), -1), torch.stack((-y, x, o), -1)), -2
-    )
+    """Skew matrix [v]x with [v]x a = v x a, for v of shape (..., 3): one product with the generators."""
+    return (v @ _GENERATORS.to(v.dtype)).reshape(*v.shape[:-1], 3, 3)
 
 
 def vee(m: torch.Tensor) -> torch.Tensor:
@@ -36,6 +32,11 @@ def vee(m: torch.Tensor) -> torch.Tensor:
     return 0.5 * torch.stack(
         (m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]), -1
     )
+
+
+# [v]x = sum_k v_k L_k: row k holds the generator L_k = [e_k]x, flattened
+_GENERATORS = torch.tensor([[0, 0, 0, 0, 0, -1, 0, 1, 0], [0, 0, 1, 0, 0, 0, -1, 0, 0], [0, -1, 0, 1, 0, 0, 0, 0, 0]],
+                           dtype=torch.float64)
 
 
 def _derived(c):
@@ -50,10 +51,12 @@ _JACOBIAN_SERIES = torch.tensor([_B, _C], dtype=torch.float64)
 _RATES_SERIES = torch.tensor([_A, _B, _derived(_B), _C, _derived(_C)], dtype=torch.float64)
 
 
+_POWERS = torch.arange(_TERMS, dtype=torch.float64)
+
+
 def _coefficients(t2, series=_SERIES):
     """The rows of ``series`` at t2 (...,), each shaped like t2: one matrix product over the powers."""
-    powers = t2[..., None] ** torch.arange(_TERMS, dtype=t2.dtype)
-    return (powers @ series.to(t2.dtype).T).unbind(-1)
+    return ((t2[..., None] ** _POWERS.to(t2.dtype)) @ series.to(t2.dtype).T).unbind(-1)
 
 
 def exp_so3(theta: torch.Tensor) -> torch.Tensor:
