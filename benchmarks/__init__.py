@@ -37,7 +37,7 @@ def load_worker_neurok(weights) -> None:
     global _worker_neurok
     from neurok_blender.core import NeuROK
 
-    _worker_neurok = NeuROK.load(weights, device="cpu")
+    _worker_neurok = NeuROK.load(weights)
 
 
 def worker_neurok():

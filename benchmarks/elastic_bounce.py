@@ -63,7 +63,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", default=None, help="default: the shipped weights")
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     vertices, faces = uv_sphere(12, 16)
     vertices = vertices * RADIUS + [0.0, 0.0, RADIUS + 0.01]
     rows = []

@@ -128,7 +128,7 @@ def main():
     parser.add_argument("--per-category", type=int, default=10)
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE))
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     rows = [sequence_row(neurok, sequence)
             for category, sequences in pick_sequences(a.corpus, "heldout", a.per_category, spread=1).items()
             if category in a.categories for sequence in sequences]

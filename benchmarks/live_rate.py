@@ -50,7 +50,7 @@ def main():
     parser.add_argument("--frames", type=int, default=48)
     a = parser.parse_args()
     torch.set_num_threads(1)
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     neurok.live(*sphere(500), Conditions(category="elastic")).step()  # first calls of torch kernels: not timed
     rows = []
     for size in a.sizes:

@@ -45,7 +45,7 @@ def main():
     parser.add_argument("--per-category", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0)
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     rows = []
     for category, sequences in pick_sequences(a.corpus, "heldout", a.per_category, spread=1).items():
         for sequence in sequences:

@@ -112,7 +112,7 @@ def evaluate(weights, corpus: Path, per_category: int, categories=DEFORMABLE, jo
     picked = [sequence for category, sequences in pick_sequences(corpus, "heldout", per_category, spread=1).items()
               if category in categories for sequence in sequences]
     if jobs == 1:
-        neurok = NeuROK.load(weights, device="cpu")
+        neurok = NeuROK.load(weights)
         return [sequence_row(neurok, sequence, variants) for sequence in picked]
     with spawned_pool(jobs, load_worker_neurok, weights) as pool:
         return list(pool.map(_pooled_row, [(sequence, variants) for sequence in picked]))
@@ -240,7 +240,7 @@ def side_by_side(weights, corpus: Path, folder: Path, categories, times=(0.0, 0.
     from tools.stage import mesh_sheet
 
     isolate_user_folders()
-    neurok = NeuROK.load(weights, device="cpu")
+    neurok = NeuROK.load(weights)
     written = []
     for category, sequences in pick_sequences(corpus, "heldout", PICTURED, spread=1).items():
         if category not in categories:

@@ -67,7 +67,7 @@ def main():
     parser.add_argument("--vertices", type=int, default=10000)
     parser.add_argument("--frames", type=int, default=120)
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     v, f = sphere(a.vertices)
     conditions = Conditions(frames=a.frames, fps=24.0, ground_height=0.0, category="elastic")
     neurok.simulate(*sphere(500), Conditions(frames=2, category="elastic"))  # first calls of torch kernels

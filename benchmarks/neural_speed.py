@@ -112,7 +112,7 @@ def main():
     parser.add_argument("--cloth-max", type=int, default=20000,
                         help="Blender's Cloth and Soft Body bakes up to this many vertices")
     a = parser.parse_args()
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     neurok.simulate(*sphere(500), Conditions(frames=2, category="elastic"))  # first calls of torch kernels: not timed
     rows = []
     for size in a.sizes:

@@ -136,7 +136,7 @@ def main():
     parser.add_argument("--report", action="store_true", help="roll nothing out: the table of the runs done so far")
     a = parser.parse_args()
     a.progress.parent.mkdir(parents=True, exist_ok=True)
-    neurok = NeuROK.load(a.weights, device="cpu")
+    neurok = NeuROK.load(a.weights)
     digests = {category: model_digest(neurok, category) for category in a.categories}
     done = {}
     if a.progress.exists():

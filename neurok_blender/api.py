@@ -22,7 +22,7 @@ def simulate_object(obj, progress: Callable[[int, int], bool | None] | None = No
 
     The object is read as it is now (current frame, modifiers applied). Everything is checked and
     simulated before the object is touched, so a bad input, a failed rollout or a cancel
-    (``progress`` returning False) leaves the scene exactly as it was. ``options`` (device, threads,
+    (``progress`` returning False) leaves the scene exactly as it was. ``options`` (threads,
     weights) overrides the add-on's preferences. ``announce(text)`` hears the time and memory a large
     bake will take before it starts (``estimate_object`` tells any bake's before calling this).
     """

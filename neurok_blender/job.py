@@ -61,7 +61,7 @@ class SimulationJob:
         options = options or solver_options()
         return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
                    vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
-                   hand_off=hand_off, scale=scale, options=options, notes=_device_notes(options) + hand_off.notes)
+                   hand_off=hand_off, scale=scale, options=options, notes=hand_off.notes)
 
     @property
     def frames(self) -> int:
@@ -120,20 +120,12 @@ class SimulationJob:
         return obj
 
 
-def _device_notes(options: SolverOptions) -> tuple[str, ...]:
-    import torch
-
-    if options.device == "cuda" and not torch.cuda.is_available():
-        return ("CUDA was asked for in the preferences but PyTorch sees no GPU: ran on the CPU",)
-    return ()
-
-
 @functools.cache
 def load_model(options: SolverOptions):
-    """The model, loaded once per session and per (weights, device); ValueError names a missing or broken file."""
+    """The model, loaded once per session and per weights; ValueError names a missing or broken file."""
     from .core import NeuROK
 
-    return NeuROK.load(options.weights, device=options.device)
+    return NeuROK.load(options.weights)
 
 
 class BackgroundSolve:

@@ -127,7 +127,6 @@ class VIEW3D_PT_neurok_simulation(_Section, bpy.types.Panel):
         col.prop(s, "output")
         addon = context.preferences.addons.get(__package__)
         if addon is not None:
-            col.prop(addon.preferences, "device")
             col.prop(addon.preferences, "threads")
 
 

@@ -1,4 +1,4 @@
-"""Add-on preferences (Edit > Preferences > Add-ons > NeuROK): device, threads, weights, cache folder.
+"""Add-on preferences (Edit > Preferences > Add-ons > NeuROK): threads, weights, cache folder.
 
 Scripts and tests that import ``neurok_blender`` without installing it as an add-on get the same
 defaults from ``solver_options()``, so every caller goes through one function.
@@ -8,21 +8,12 @@ import os
 from dataclasses import dataclass
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, IntProperty, StringProperty
-
-DEVICES = {
-    "auto": "The GPU (CUDA) when PyTorch sees one, else the CPU",
-    "cpu": "Always the CPU",
-    "cuda": "The GPU through CUDA; falls back to the CPU with a warning when there is none",
-}
+from bpy.props import BoolProperty, IntProperty, StringProperty
 
 
 class NeurokPreferences(bpy.types.AddonPreferences):
     bl_idname = __package__
 
-    device: EnumProperty(name="Device", default="auto", items=[(k, k.upper() if k != "auto" else "Auto", v)
-                                                               for k, v in DEVICES.items()],
-                         description="Where the solver runs")
     threads: IntProperty(name="CPU Threads", default=0, min=0, soft_max=64,
                          description="Threads PyTorch uses on the CPU; 0 picks one: the solver's steps are "
                                      "small, and more threads wait on each other whenever another program "
@@ -41,7 +32,7 @@ class NeurokPreferences(bpy.types.AddonPreferences):
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
-        for name in ("device", "threads", "weights", "cache_folder", "gizmos_in_playback"):
+        for name in ("threads", "weights", "cache_folder", "gizmos_in_playback"):
             layout.prop(self, name)
         layout.label(text=f"Cache: {cache_folder()}", icon="FILE_FOLDER")
 
@@ -54,7 +45,6 @@ AUTO_THREADS = 1
 
 @dataclass(frozen=True)
 class SolverOptions:
-    device: str = "auto"
     threads: int = 0  # 0: AUTO_THREADS
     weights: str | None = None  # None: the shipped weights
 
@@ -74,7 +64,7 @@ def solver_options() -> SolverOptions:
     if prefs is None:
         return SolverOptions()
     weights = bpy.path.abspath(prefs.weights) if prefs.weights.strip() else None
-    return SolverOptions(device=prefs.device, threads=prefs.threads, weights=weights)
+    return SolverOptions(threads=prefs.threads, weights=weights)
 
 
 def hide_gizmos_in_playback() -> bool:

@@ -1,6 +1,6 @@
 """NeuROK: the shipped model, and the learned coordinates of any mesh.
 
-    model = NeuROK.load(device="auto")                   # the shipped weights, no network
+    model = NeuROK.load()                                # the shipped weights, no network
     result = model.simulate(vertices, faces, Conditions(frames=48, fps=24))
     result.positions                                     # (frames, V, 3) float32, world space
     live = model.live(vertices, faces, conditions)       # a frame per live.step(forces=[...])
@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .checkpoint import load_model, read_checkpoint, resolve_device
+from .checkpoint import load_model, read_checkpoint
 from .interactive import LiveBody, live
 from .dynamics import Environment
 from .mass_points import material_points
@@ -46,12 +46,11 @@ class NeuROK:
         self.source = source
 
     @classmethod
-    def load(cls, path=None, device: str = "auto") -> "NeuROK":
-        """The model at ``path`` (default: the weights shipped inside the add-on); ValueError naming
-        the file when it is missing, truncated, incompatible or uncalibrated. ``device`` is checked
-        (CUDA absent falls back to the CPU with a warning); the rollout itself runs on the CPU."""
+    def load(cls, path=None) -> "NeuROK":
+        """The model at ``path`` (default: the weights shipped inside the add-on), on the CPU where the
+        engine differentiates it in float64; ValueError naming the file when it is missing,
+        truncated, incompatible or uncalibrated."""
         path = Path(path) if path is not None else WEIGHTS
-        resolve_device(device)
         payload = read_checkpoint(path)
         try:
             materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}

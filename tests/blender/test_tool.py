@@ -289,16 +289,3 @@ def test_a_shape_key_bake_too_big_for_a_blend_is_refused_before_solving(monkeypa
         bpy.ops.neurok.simulate()
     obj.neurok.output = "POINT_CACHE"
     assert bpy.ops.neurok.simulate() == {"FINISHED"}
-
-
-def test_cuda_asked_for_without_a_gpu_falls_back_and_says_so(monkeypatch):
-    import torch
-
-    from neurok_blender.preferences import SolverOptions
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(job, "solver_options", lambda: SolverOptions(device="cuda"))
-    obj = add_box(location=(0.0, 0.0, 2.0))
-    obj.neurok.frame_end = 4
-    summary = api.simulate_object(obj)
-    assert "baked 4 frames" in summary and "ran on the CPU" in summary

@@ -36,7 +36,7 @@ def weights(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def neurok(weights):
-    return NeuROK.load(weights, device="cpu")
+    return NeuROK.load(weights)
 
 
 def test_loading_names_the_file_when_it_is_missing_or_uncalibrated(tmp_path):
@@ -125,7 +125,7 @@ def test_a_stiffness_proportional_material_damps_as_beta_k_and_survives_its_chec
     proportional = {**MATERIALS, "elastic": {**MATERIALS["elastic"], "stiffness_proportional": True}}
     path = tmp_path / "neurok.pt"
     save_checkpoint(path, neurok.model, {"steps": 0}, materials=proportional)
-    loaded = NeuROK.load(path, device="cpu")
+    loaded = NeuROK.load(path)
     assert loaded.materials["elastic"].stiffness_proportional and not loaded.materials["cloth"].stiffness_proportional
     rate = lambda model, **c: model.body(*BOX, Conditions(**c), "elastic")[1].material.damping
     assert rate(loaded) == pytest.approx(0.5)
@@ -144,7 +144,7 @@ def test_a_solid_rings_by_its_mass_and_size_and_survives_its_checkpoint(neurok, 
     solid = {**MATERIALS, "elastic": {**MATERIALS["elastic"], "mass_per_length": 2.0}}
     path = tmp_path / "neurok.pt"
     save_checkpoint(path, neurok.model, {"steps": 0}, materials=solid)
-    loaded = NeuROK.load(path, device="cpu")
+    loaded = NeuROK.load(path)
     assert loaded.materials["elastic"].mass_per_length == 2.0 and loaded.materials["cloth"].mass_per_length is None
     frequency = lambda model, mesh, **c: model.body(*mesh, Conditions(**c), "elastic")[1].material.frequency
     assert frequency(loaded, box, mass=2.0) == pytest.approx(2.0)

@@ -36,7 +36,7 @@ print(json.dumps({
     "operators": sorted(op for op in dir(bpy.ops.neurok) if not op.startswith("_")),
     "simulate": sorted(simulated),
     "keys": len(obj.data.shape_keys.key_blocks),
-    "device": preferences.device,
+    "threads": preferences.threads,
     "cache_folder": sys.modules[module + ".preferences"].cache_folder(),
     "weights_override": override,
 }))

@@ -37,6 +37,6 @@ def test_split_platform_zips_install_enable_and_simulate(tmp_path):
     assert {"simulate", "clear", "export"} <= set(report["operators"])
     assert report["simulate"] == ["FINISHED"]
     assert report["keys"] == 1 + 5
-    assert report["device"] == "auto"
+    assert report["threads"] == 0  # the preferences are registered with their defaults
     assert "/extensions/.user/user_default/neurok/cache" in report["cache_folder"].replace("\\", "/")
     assert "own.pt" in report["weights_override"]  # the preference's weights were the ones looked for

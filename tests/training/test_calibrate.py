@@ -51,7 +51,7 @@ def test_calibrating_one_category_keeps_the_others_materials(tmp_path):
     path = _tiny_checkpoint(tmp_path)
     store(path, {"continuum": {"frequency": 32.0, "damping": 0.5, "yield_strain": 0.02, "rolling_resistance": 1.0,
                                "contact_stiffness_ratio": 16.0}})
-    materials = NeuROK.load(path, device="cpu").materials
+    materials = NeuROK.load(path).materials
     assert materials["continuum"].frequency == 32.0 and materials["continuum"].yield_strain == 0.02
     assert materials["continuum"].contact_stiffness_ratio == 16.0 and materials["elastic"].contact_stiffness_ratio is None
     assert materials["continuum"].rolling_resistance == 1.0 and materials["elastic"].rolling_resistance == 0.0
