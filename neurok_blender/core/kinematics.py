@@ -74,10 +74,6 @@ class KinematicMap:
         replaces them. ``output=True``: the points are only drawn, never differentiated."""
         self.point_sets[name] = points
 
-    def attach_union(self, name: str, names: list[str]) -> None:
-        """Attach as ``name`` the sets ``names``, in order, as one (one call then serves them all)."""
-        self.attach(name, torch.cat([self.points(part) for part in names], 1))
-
     def points(self, name: str) -> torch.Tensor:
         """The rest positions (B, P, 3) attached as ``name``."""
         if name == MASS:

@@ -69,7 +69,7 @@ from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .options import EXPANSIONS
 from .reduction import Subspace
-from .rigid import posed_derivatives, posed_jacobian, posed_mass_terms
+from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
 from .skinning import deform, skinning
 
@@ -220,7 +220,7 @@ class NeuralBodyMap(KinematicMap):
 
         With the quadratic expansion, points the engine differentiates (``output=False``: mass,
         contact, load points) get their own second-order expansion y(s) = xbar + Y s + 1/2 Z[s, s],
-        so their derivatives are closed forms (``rigid.posed_derivatives``); output points (a mesh
+        so their Jacobians and mass sums are closed forms (``rigid.posed_*``); output points (a mesh
         drawn every frame) follow dual-quaternion skinning of the quadratic motions instead, which
         agrees with it to second order and needs no (V, 3, k, k) table.
 
@@ -257,14 +257,6 @@ class NeuralBodyMap(KinematicMap):
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
         self._skins[name] = (images, field)
-
-    def attach_union(self, name, names):
-        """With quadratic fields, the union keeps each set's own (the condensed mass points' included)."""
-        fields = [self._skin(part)[1] for part in names]
-        if any(field is None for field in fields):
-            return super().attach_union(name, names)
-        KinematicMap.attach(self, name, torch.cat([self.points(part) for part in names], 1))
-        self._skins[name] = (None, tuple(torch.cat(parts, 1) for parts in zip(*fields)))
 
     def _reflect_vectors(self, index, u):
         """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
@@ -347,14 +339,6 @@ class NeuralBodyMap(KinematicMap):
             return super().jacobian(q, name)
         r, r_s, _ = self._expansion(name, q[:, 6:])
         return posed_jacobian(self.orientation, q, r, r_s)
-
-    def derivatives(self, q, q_dot, name):
-        if self._skin(name)[1] is None:
-            return super().derivatives(q, q_dot, name)
-        s_dot = q_dot[:, 6:]
-        r, r_s, r_ss_dot = self._expansion(name, q[:, 6:], s_dot)
-        return posed_derivatives(self.orientation, q, q_dot, r, r_s, torch.einsum("bpik,bk->bpi", r_s, s_dot),
-                                 r_ss_dot)
 
     def mass_terms(self, q, q_dot):
         if self._skin(MASS)[1] is None:

@@ -5,7 +5,7 @@ import torch
 
 from .kinematics import KinematicMap, MassTerms
 from .mesh import mass_properties, principal_points
-from .rotation import body_angular_velocity, exp_so3, exp_so3_derivatives, hat, right_jacobian, rotation_rates
+from .rotation import body_angular_velocity, exp_so3, hat, right_jacobian, rotation_rates
 
 
 class RigidBodyMap(KinematicMap):
@@ -43,9 +43,6 @@ class RigidBodyMap(KinematicMap):
     def jacobian(self, q, name):
         return posed_jacobian(self.orientation, q, self.points(name) - self.centers[:, None, :])
 
-    def derivatives(self, q, q_dot, name):
-        return posed_derivatives(self.orientation, q, q_dot, self.points(name) - self.centers[:, None, :])
-
     def mass_terms(self, q, q_dot):
         return posed_mass_terms(self.orientation, q, q_dot, self.masses, self.mass_points - self.centers[:, None, :])
 
@@ -81,30 +78,10 @@ def posed_jacobian(orientation, q, r, r_s=None):
     return q[:, None, :3] + r @ rotation.transpose(1, 2), torch.cat(blocks, -1)
 
 
-def posed_derivatives(orientation, q, q_dot, r, r_s=None, r_s_dot=None, r_ss_dot=None):
-    """x, v, J and H_k = d(J q_dot)/dq_k in closed form, for r as in ``posed_jacobian`` and, when the
-    body deforms, r_s_dot = r_s s_dot (B, P, 3) and r_ss_dot = d(r_s s_dot)/ds (B, P, 3, k):
-
-        v = p_dot + R_ref (Rdot r + R r_s_dot)
-        H = [0 | R_ref (Rdot_k r + R_k r_s_dot) | R_ref (Rdot r_s + R r_ss_dot)]
-    """
-    rot, rot_k, rot_dot, rot_dot_k = exp_so3_derivatives(q[:, 3:6], q_dot[:, 3:6])
-    eye = _eye_block(r)
-    x = q[:, None, :3] + _apply(orientation, rot, r)
-    v = q_dot[:, None, :3] + _apply(orientation, rot_dot, r)
-    jac = [eye, _apply_each(orientation, rot_k, r)]
-    hess = [torch.zeros_like(eye), _apply_each(orientation, rot_dot_k, r)]
-    if r_s is not None:
-        v = v + _apply(orientation, rot, r_s_dot)
-        jac.append(_apply_to_columns(orientation @ rot, r_s))
-        hess[1] = hess[1] + _apply_each(orientation, rot_k, r_s_dot)
-        hess.append(_apply_to_columns(orientation @ rot_dot, r_s) + _apply_to_columns(orientation @ rot, r_ss_dot))
-    return x, v, torch.cat(jac, -1), torch.cat(hess, -1)
-
-
 def posed_mass_terms(orientation, q, q_dot, masses, r, r_s=None, r_ss_dot=None) -> MassTerms:
-    """``MassTerms`` of the mass points (masses (B, P)) of x = p + R r(s), r, r_s and r_ss_dot as in
-    ``posed_derivatives``, summed in the body frame, where no sum needs R or theta.
+    """``MassTerms`` of the mass points (masses (B, P)) of x = p + R r(s), with the body-frame offsets
+    r (B, P, 3) and, for a deforming body, r_s = dr/ds and r_ss_dot = d(r_s s_dot)/ds (B, P, 3, k),
+    summed in the body frame, where no sum needs R or theta.
 
     With T the right Jacobian (omega = T theta_dot, the body angular velocity), D = d omega / dtheta
     at fixed theta_dot (``rotation.rotation_rates``), W = diag(R^T, T, I) and
@@ -171,17 +148,6 @@ def posed_mass_terms(orientation, q, q_dot, masses, r, r_s=None, r_ss_dot=None) 
                      quadratic=(frame_t @ torch.cat(generalized, 1)[..., None])[..., 0],
                      kinetic_gradient=torch.cat(gradient, 1),
                      moment=rotation @ body_mass[:, :3] @ frame)
-
-
-def _apply(orientation, matrix, r):
-    """(B, 3, 3) -> R_ref M r as (B, P, 3)."""
-    return r @ (orientation @ matrix).transpose(1, 2)
-
-
-def _apply_each(orientation, matrices, r):
-    """(B, 3, 3, k) -> R_ref M_k r as (B, P, 3, k)."""
-    per_k = (orientation[:, None] @ matrices.permute(0, 3, 1, 2)).transpose(2, 3)
-    return (r[:, None] @ per_k).permute(0, 2, 3, 1)
 
 
 def _apply_to_columns(matrix, columns):

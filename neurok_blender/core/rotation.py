@@ -1,9 +1,10 @@
-"""Rotations as the exponential map of a rotation vector, with exact first and second derivatives.
+"""Rotations as the exponential map of a rotation vector, its right Jacobian and that Jacobian's rate.
 
     R(theta) = I + A(t2) K + B(t2) K^2,   K = [theta]x,   t2 = |theta|^2,
     A = sin t / t = sum (-1)^n t2^n / (2n+1)!,   B = (1 - cos t) / t^2 = sum (-1)^n t2^n / (2n+2)!
 
-and its right Jacobian, omega_body = T(theta) theta_dot (R^T dR/dt = [omega_body]x),
+and its right Jacobian, omega_body = T(theta) theta_dot (R^T dR/dt = [omega_body]x, and
+dR/dtheta_k = R [T e_k]x),
 
     T(theta) = I - B K + C K^2,   C = (t - sin t) / t^3 = sum (-1)^n t2^n / (2n+3)!
 
@@ -43,10 +44,9 @@ def _derived(c):
     return [n * c[n] for n in range(1, len(c))] + [0.0]
 
 
-# Rows: A, A', A'', B, B', B'' (derivatives in t2) as power-series coefficients of t2^n; then the
-# right Jacobian's B, C, and the rates' A, B, B', C, C'.
-_SERIES = torch.tensor([_A, _derived(_A), _derived(_derived(_A)), _B, _derived(_B), _derived(_derived(_B))],
-                       dtype=torch.float64)
+# Power-series coefficients of t2^n, one row per function: the exponential's A, B; the right
+# Jacobian's B, C; the rates' A, B, B', C, C' (' a derivative in t2).
+_EXP_SERIES = torch.tensor([_A, _B], dtype=torch.float64)
 _JACOBIAN_SERIES = torch.tensor([_B, _C], dtype=torch.float64)
 _RATES_SERIES = torch.tensor([_A, _B, _derived(_B), _C, _derived(_C)], dtype=torch.float64)
 
@@ -54,71 +54,17 @@ _RATES_SERIES = torch.tensor([_A, _B, _derived(_B), _C, _derived(_C)], dtype=tor
 _POWERS = torch.arange(_TERMS, dtype=torch.float64)
 
 
-def _coefficients(t2, series=_SERIES):
+def _coefficients(t2, series):
     """The rows of ``series`` at t2 (...,), each shaped like t2: one matrix product over the powers."""
     return ((t2[..., None] ** _POWERS.to(t2.dtype)) @ series.to(t2.dtype).T).unbind(-1)
 
 
 def exp_so3(theta: torch.Tensor) -> torch.Tensor:
     """R = exp([theta]x) for theta of shape (..., 3)."""
-    a, _, _, b, _, _ = (c[..., None, None] for c in _coefficients((theta * theta).sum(-1)))
+    a, b = (c[..., None, None] for c in _coefficients((theta * theta).sum(-1), _EXP_SERIES))
     k = hat(theta)
     eye = torch.eye(3, dtype=theta.dtype, device=theta.device)
     return eye + a * k + b * (k @ k)
-
-
-def exp_so3_derivatives(theta: torch.Tensor, theta_dot: torch.Tensor | None = None):
-    """R, dR/dtheta_k, Rdot = sum_k theta_dot_k dR/dtheta_k and d(Rdot)/dtheta_k, for theta (B, 3);
-    only R and dR/dtheta_k when theta_dot is None.
-
-    Differentiating R = I + A K + B K^2 with dK/dtheta_k = L_k = [e_k]x and dt2/dtheta_k = 2 theta_k:
-        R_k     = 2 theta_k (A' K + B' K^2) + A L_k + B {L_k, K}
-        Rdot    = 2 s (A' K + B' K^2) + A Kd + B {Kd, K},                  s = theta . theta_dot, Kd = [theta_dot]x
-        Rdot_k  = 2 theta_dot_k (A' K + B' K^2) + 2 s (2 theta_k (A'' K + B'' K^2) + A' L_k + B' {L_k, K})
-                  + 2 theta_k (A' Kd + B' {Kd, K}) + B {Kd, L_k}
-    with {[a]x, [b]x} = a b^T + b a^T - 2 (a . b) I, and K^2 = theta theta^T - t2 I.
-    Shapes: R and Rdot (B, 3, 3); R_k and Rdot_k (B, 3, 3, 3) with k last.
-    """
-    eye = torch.eye(3, dtype=theta.dtype)
-    a, a1, a2, b, b1, b2 = (c[:, None, None, None] for c in _coefficients((theta * theta).sum(-1)))
-    k = hat(theta)[..., None]  # (B, 3, 3, 1): broadcasts against the k axis
-    generators = hat(eye).permute(1, 2, 0)[None]  # (1, 3, 3, 3): L_k at [..., k]
-    kk = _anticommutator(theta, theta)[..., None] / 2
-    k_l = _anticommutator_basis(theta)
-    th = theta[:, None, None, :]
-
-    first = a1 * k + b1 * kk
-    rot = eye[..., None] + a * k + b * kk
-    rot_k = 2 * th * first + a * generators + b * k_l
-    if theta_dot is None:
-        return rot[..., 0], rot_k
-
-    s = (theta * theta_dot).sum(-1)[:, None, None, None]
-    kd = hat(theta_dot)[..., None]
-    kd_k = _anticommutator(theta, theta_dot)[..., None]
-    kd_l = _anticommutator_basis(theta_dot)
-    thd = theta_dot[:, None, None, :]
-    rot_dot = 2 * s * first + a * kd + b * kd_k
-    rot_dot_k = (
-        2 * thd * first
-        + 2 * s * (2 * th * (a2 * k + b2 * kk) + a1 * generators + b1 * k_l)
-        + 2 * th * (a1 * kd + b1 * kd_k)
-        + b * kd_l
-    )
-    return rot[..., 0], rot_k, rot_dot[..., 0], rot_dot_k
-
-
-def _anticommutator(a, b):
-    """[a]x [b]x + [b]x [a]x = a b^T + b a^T - 2 (a . b) I, for a, b (B, 3)."""
-    outer = a[:, :, None] * b[:, None, :]
-    return outer + outer.transpose(1, 2) - 2 * (a * b).sum(-1)[:, None, None] * torch.eye(3, dtype=a.dtype)
-
-
-def _anticommutator_basis(a):
-    """{[a]x, L_k} for k = 0, 1, 2 along the last axis: a_i d_lk + d_ik a_l - 2 a_k d_il."""
-    eye = torch.eye(3, dtype=a.dtype)
-    return (a[:, :, None, None] * eye[None, None] + eye[None, :, None, :] * a[:, None, :, None]
-            - 2 * eye[None, :, :, None] * a[:, None, None, :])
 
 
 def body_angular_velocity(theta: torch.Tensor, theta_dot: torch.Tensor) -> torch.Tensor:

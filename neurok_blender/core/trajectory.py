@@ -119,7 +119,7 @@ def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -
 
 class Run:
     """Integration from an initial state, a frame at a time: ``rollout`` drives one over a fixed number
-    of frames, ``live.LiveBody`` one frame per step as the artist acts on the body.
+    of frames, ``interactive.LiveBody`` one frame per step as the artist acts on the body.
 
     ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid. A
     frame whose learned coordinates move fast takes more (``latent_substeps``), and a frame that goes

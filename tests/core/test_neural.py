@@ -54,8 +54,8 @@ def test_the_rest_coordinates_give_the_rest_shape_and_the_jacobian_its_derivativ
 
 
 def test_body_frame_mass_sums_match_forward_mode():
-    """The learned map's closed-form MassTerms (rigid.posed_mass_terms on its quadratic field) against
-    forward-mode products of its own derivatives, turned, moved and deformed."""
+    """The learned map's closed-form MassTerms (rigid.posed_mass_terms on its quadratic field) and
+    Jacobian against nested forward-mode products through its ``embed``, turned, moved and deformed."""
     kmap, _ = make_body("quadratic")
     torch.manual_seed(4)
     q = kmap.rest_coordinates() + 0.4 * torch.randn(1, kmap.n_dof, dtype=torch.float64)
@@ -63,6 +63,8 @@ def test_body_frame_mass_sums_match_forward_mode():
     closed, generic = kmap.mass_terms(q, q_dot), KinematicMap.mass_terms(kmap, q, q_dot)
     for field in ("mass_matrix", "quadratic", "kinetic_gradient", "moment"):
         torch.testing.assert_close(getattr(closed, field), getattr(generic, field), rtol=1e-10, atol=1e-10)
+    for closed, generic in zip(kmap.jacobian(q, MASS), KinematicMap.jacobian(kmap, q, MASS)):
+        torch.testing.assert_close(closed, generic, rtol=1e-10, atol=1e-10)
 
 
 def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):

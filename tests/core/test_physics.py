@@ -134,20 +134,10 @@ def test_generalized_force_equals_virtual_work():
         assert abs(float((generalized * dq).sum()) - float(work)) < 1e-7 * float(forces.abs().sum())
 
 
-def test_closed_form_rigid_derivatives_match_forward_mode():
-    torch.manual_seed(1)
-    kmap, q0, _ = tumbling_box()
-    kmap.orientation = torch.linalg.qr(torch.randn(1, 3, 3, dtype=torch.float64))[0]
-    q = q0 + torch.randn_like(q0)
-    q_dot = torch.randn_like(q0)
-    kmap.attach("points", torch.randn(1, 5, 3, dtype=torch.float64))
-    for closed, generic in zip(kmap.derivatives(q, q_dot, "points"), KinematicMap.derivatives(kmap, q, q_dot, "points")):
-        torch.testing.assert_close(closed, generic, rtol=1e-12, atol=1e-12)
-
-
 def test_body_frame_mass_sums_match_forward_mode():
     """M, J^T m d2x, dT/dq and sum m J of the rigid map's closed form (rigid.posed_mass_terms) against
-    the forward-mode products of ``KinematicMap.mass_terms``, away from the chart's origin."""
+    ``KinematicMap.mass_terms``, nested forward-mode products through ``embed``, away from the chart's
+    origin; the acting points' closed-form Jacobian against forward mode too."""
     torch.manual_seed(2)
     kmap, q0, _ = tumbling_box()
     kmap.orientation = torch.linalg.qr(torch.randn(1, 3, 3, dtype=torch.float64))[0]
@@ -155,6 +145,9 @@ def test_body_frame_mass_sums_match_forward_mode():
     closed, generic = kmap.mass_terms(q, q_dot), KinematicMap.mass_terms(kmap, q, q_dot)
     for field in ("mass_matrix", "quadratic", "kinetic_gradient", "moment"):
         torch.testing.assert_close(getattr(closed, field), getattr(generic, field), rtol=1e-12, atol=1e-12)
+    kmap.attach("points", torch.randn(1, 5, 3, dtype=torch.float64))
+    for closed, generic in zip(kmap.jacobian(q, "points"), KinematicMap.jacobian(kmap, q, "points")):
+        torch.testing.assert_close(closed, generic, rtol=1e-12, atol=1e-12)
 
 
 def test_rotation_rates_are_the_derivatives_of_the_right_jacobian():
