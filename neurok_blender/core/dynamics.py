@@ -82,6 +82,7 @@ class LagrangianSystem:
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "rolling_lever")}
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
+        self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self._factored = None  # (M, its factor): see factor
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
@@ -193,7 +194,8 @@ class LagrangianSystem:
         dissipative = -self.per_body["drag"][:, None] * (s.mass_matrix @ q_dot[..., None])[..., 0]
         if rayleigh:
             dissipative = dissipative - (self.damping_matrix(s.mass_matrix) @ q_dot[..., None])[..., 0]
-        if self.env.ground_height is not None and nc and bool((s.x[:, :nc, 2] < self.env.ground_height[:, None]).any()):
+        if self.grounded and bool((s.x[:, :nc, 2] < self.env.ground_height[:, None]).any()):
+            self.touched = True
             env = self.env  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
             whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
@@ -268,6 +270,17 @@ class LagrangianSystem:
         return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
 
     @property
+    def grounded(self) -> bool:
+        """Whether a ground acts on contact points (its springs may set the steps)."""
+        return self.env.ground_height is not None and self.n_contact > 0
+
+    def clear_of_ground(self, q) -> bool:
+        """Whether every contact point of every body is above the ground at q."""
+        if not self.grounded:
+            return True
+        return bool((self.map.embed(q, ACTING)[:, :self.n_contact, 2] >= self.env.ground_height[:, None]).all())
+
+    @property
     def damped(self) -> bool:
         """Whether Rayleigh damping acts on a deformation coordinate (``damping_matrix`` is not zero)."""
         return self.deforms and bool((self.per_body["damping"] > 0).any())
@@ -318,12 +331,13 @@ class LagrangianSystem:
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
 
-    def fastest_rates(self, q=None, rest: bool = True) -> tuple[float, float]:
-        """The largest natural angular frequency (rad/s) of the contact springs and of the potential, and
-        the largest Rayleigh decay rate (1/s, top eigenvalue of M^-1 D), at rest (unless ``rest`` is
-        False) and at ``q``: a pulled start sits where the potential is stiffer than at rest (the wall,
-        the decoder's curvature), and a step sized at rest blows up there."""
-        omega2 = self.env.contact_stiffness if self.env.ground_height is not None and self.n_contact else 0.0
+    def fastest_rates(self, q=None, rest: bool = True, contact: bool = True) -> tuple[float, float]:
+        """The largest natural angular frequency (rad/s) of the contact springs (unless ``contact`` is
+        False: in flight) and of the potential, and the largest Rayleigh decay rate (1/s, top
+        eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
+        the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
+        rest blows up there."""
+        omega2 = self.env.contact_stiffness if contact and self.grounded else 0.0
         decay = 0.0
         if not self.deforms and self.rest_stiffness is None:  # a rigid map: no potential, no Rayleigh damping
             return math.sqrt(omega2), decay

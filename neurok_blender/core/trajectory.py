@@ -72,13 +72,15 @@ def step_phase(method: str) -> float:
 
 
 def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor | None,
-                    q_dot: torch.Tensor) -> int:
-    """Steps per frame: the stiffest spring (at rest and at ``q``) gets omega h <= step_phase and, for
-    an explicit method, the fastest damped motion c h <= STEP_DECAY (adaptive methods choose their own
-    steps inside), and no step moves the coordinates more than MAX_CHART_DRIFT within their chart."""
+                    q_dot: torch.Tensor, contact: bool = True) -> int:
+    """Steps per frame: the stiffest spring (at rest and at ``q``; the ground's only with ``contact``)
+    gets omega h <= step_phase and, for an explicit method, the fastest damped motion c h <= STEP_DECAY
+    (adaptive methods choose their own steps inside), and no step moves the coordinates more than
+    MAX_CHART_DRIFT within their chart."""
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
-    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot), rate_substeps(*system.fastest_rates(q), fps, method))
+    return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot),
+               rate_substeps(*system.fastest_rates(q, contact=contact), fps, method))
 
 
 def rate_substeps(omega: float, decay: float, fps: float, method: str) -> int:
@@ -123,8 +125,11 @@ class Run:
 
     ``substeps`` overrides the automatic choice, but never goes below what keeps the chart valid. A
     frame whose learned coordinates move fast takes more (``latent_substeps``), and a frame that goes
-    non-finite or unstable is redone with more. Work runs in inference mode: no autograd bookkeeping
-    on the thousands of small operations of a run.
+    non-finite or unstable is redone with more. A frame that starts clear of the ground takes the
+    steps of the body alone (``flight_substeps``), not those of the ground's stiff springs, and is
+    redone with those if a contact force acted in it after all: contact is always integrated at its
+    own steps. Work runs in inference mode: no autograd bookkeeping on the thousands of small
+    operations of a run.
     """
 
     @torch.inference_mode()
@@ -132,6 +137,7 @@ class Run:
                  output_points: torch.Tensor, substeps: int | None = None):
         self.fps, self.requested, self.fixed_substeps = fps, method, substeps
         self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
+        self.steps = 0  # integration steps of the last frame made
         self.incoming = torch.full((q0.shape[0],), torch.nan, dtype=q0.dtype)  # an impact's incoming speed (restitute)
         self.work = torch.zeros(q0.shape[0], dtype=q0.dtype)
         self.dissipated = torch.zeros_like(self.work)
@@ -154,8 +160,10 @@ class Run:
         self.rest_rates = system.fastest_rates() if self.relaxing else None
         if self.fixed_substeps:
             self.substeps = max(self.fixed_substeps, chart_substeps(system, self.fps, self.q_dot))
+            self.flight_substeps = self.substeps
         else:
             self.substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot)
+            self.flight_substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot, contact=False)
         self.energy = system.energies(self.q, self.q_dot)
         self.energy["load_work"], self.energy["dissipated"] = self.work, self.dissipated
         if stored is not None:  # the new potential's energy is no integration error
@@ -174,23 +182,33 @@ class Run:
             if self.relaxing:
                 frame_method = cheaper_method(*rates) if self.requested == AUTO else self.method
                 base = max(base, rate_substeps(*rates, fps, frame_method))
-        steps = base
+        flight = max(self.flight_substeps, latent_substeps(system, fps, q_dot))
+        flying = not self.relaxing and flight < base and system.clear_of_ground(q)
+        steps = flight if flying else base
         snapshot = system.map.snapshot()
         while True:
             system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
+            system.touched = False
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps, frame_method)
+            if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
+                flying, steps = False, base
+                continue
             if advanced is not None:
                 energy = system.energies(advanced[0], advanced[1])
                 work, dissipated = self.work + advanced[3], self.dissipated + advanced[4]
                 balance = _stored(energy) - work + dissipated - self.total0
                 if bool(((balance - self.balance).abs() <= EXPLOSION * self.scale).all()):
                     break
+            if flying:  # unstable in flight: the frame again at the full steps, then refined from there
+                flying, steps = False, base
+                continue
             if steps >= base * MAX_REFINEMENT:
                 what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"
                 raise SimulationError(f"the simulation became {what} between frames {frame - 1} and {frame}, "
                                       f"even with {steps} steps")
             steps *= 2
         self.refined += steps > base
+        self.steps = steps
         self.q, self.q_dot, self.incoming = advanced[:3]
         self.work, self.dissipated, self.balance, self.frame = work, dissipated, balance, frame
         energy["load_work"], energy["dissipated"] = work, dissipated
