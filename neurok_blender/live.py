@@ -1,7 +1,8 @@
 """The viewport's live mode: the active body simulated as it is shown, pushed and thrown with the mouse.
 
 The body and its settings are read as Simulate reads them (``SimulationJob.read``) and stepped by a
-``core.LiveBody``, a frame per step, each frame written straight into the mesh. Every frame shown is
+``core.LiveBody``, a frame per step (made on a ``LiveWorker`` thread from the viewport), each frame
+written straight into the mesh. Every frame shown is
 kept, so Bake writes exactly what the artist saw (shape keys or a point cache, as the object's
 Bake To says); Cancel puts the mesh back as it was. The operator (``operators/live.py``) only
 turns events into these calls, so scripts and tests drive a session the same way. While it runs the
@@ -14,6 +15,8 @@ at the grab's depth with the force M (w^2 (target - x) - 2 w v), w = 2 pi GRAB_F
 mass M: critically damped, so a drag leads the body and a fast drag released throws it.
 """
 
+import queue
+import threading
 import time
 
 import numpy as np
@@ -84,31 +87,45 @@ class LiveSession:
 
     # -- one frame ----------------------------------------------------------------------------------
     def step(self) -> None:
-        """Advance a frame with the grab's pull and the sidebar's current stiffness and damping, and show it."""
+        """Make the next frame and show it (main thread)."""
+        self.show(self.advance(self.settings()))
+
+    def settings(self):
+        """What the next frame is made with, read on the main thread: the sidebar's stiffness and
+        damping, and the grab (its point and the mouse's target) as it is now."""
+        target = None if self.target is None else self.target.copy()
+        return (self.obj.neurok.stiffness, self.obj.neurok.damping), self.grab, target
+
+    def advance(self, settings) -> np.ndarray:
+        """Make the next frame under ``settings`` (``settings()``); its world positions (m). Touches no
+        Blender data, so it may run on a worker thread (``LiveWorker``) while the viewport stays live."""
         from .core import Force
 
         began = time.perf_counter()
-        material = (self.obj.neurok.stiffness, self.obj.neurok.damping)
+        material, grab, target = settings
         if material != self.material and self.body.deforms:
             self.body.adjust(stiffness=material[0], damping=material[1])
         self.material = material
-        forces = []
-        if self.grab is not None:
-            forces.append(Force(tuple(self._pull()), point=tuple(self.grab[2])))
-        self.current = self.body.step(forces)
+        forces = [] if grab is None else [Force(tuple(self._pull(grab, target)), point=tuple(grab[2]))]
+        positions = self.body.step(forces)
         self.seconds += time.perf_counter() - began
-        local = self._local(self.current)
+        return positions
+
+    def show(self, positions: np.ndarray) -> None:
+        """Show a frame ``advance`` made, and keep it for the bake (main thread)."""
+        self.current = positions
+        local = self._local(positions)
         self.shown.append(local)
         self._write(local)
 
-    def _pull(self) -> np.ndarray:
+    def _pull(self, grab, target) -> np.ndarray:
         """M (w^2 (target - x) - 2 w v) on the grabbed point x (N, world)."""
-        corners, weights = self.grab[0], self.grab[1]
+        corners, weights = grab[0], grab[1]
         held = weights @ self.current[corners].astype(np.float64)
         velocity = np.zeros(3) if self._held is None else (held - self._held) * self.body.conditions.fps
         self._held = held
         w = 2 * np.pi * GRAB_FREQUENCY
-        return self.body.conditions.mass * (w * w * (self.target - held) - 2 * w * velocity)
+        return self.body.conditions.mass * (w * w * (target - held) - 2 * w * velocity)
 
     # -- the mouse ------------------------------------------------------------------------------------
     def grab_at(self, origin, direction) -> bool:
@@ -160,6 +177,61 @@ class LiveSession:
         end = self.job.start + self.frames - 1
         return (f"NeuROK: baked the {self.frames} live frames ({self.job.start}-{end}) of '{self.obj.name}' "
                 f"at {self.frame_rate:.1f} frames/s")
+
+
+class LiveWorker:
+    """``LiveSession.advance`` on a daemon thread, one frame at a time, so the viewport turns and the
+    mouse moves freely while a frame is made: the main thread asks for the next frame (``request``,
+    with ``session.settings()``) and shows the one that came back (``take``); every frame made is
+    shown, so a bake still keeps exactly what was seen."""
+
+    def __init__(self, session: LiveSession):
+        self.session = session
+        self.busy = False  # a frame was asked for and not yet taken
+        self._asked, self._made = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._run, name=f"NeuROK live {session.obj.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while (settings := self._asked.get()) is not None:
+            try:
+                self._made.put((self.session.advance(settings), None))
+            except BaseException as error:  # handed to the main thread, which reports it
+                self._made.put((None, error))
+
+    def request(self, settings) -> None:
+        """Ask for the next frame, unless one is being made."""
+        if not self.busy:
+            self.busy = True
+            self._asked.put(settings)
+
+    def take(self, wait: float | None = 0.0):
+        """The frame made, or None while it is being made (waiting up to ``wait`` s, None: until it
+        is); the error it stopped with is raised here."""
+        if not self.busy:
+            return None
+        try:
+            positions, error = self._made.get(block=wait != 0.0, timeout=wait)
+        except queue.Empty:
+            return None
+        self.busy = False
+        if error is not None:
+            raise error
+        return positions
+
+    def settle(self) -> None:
+        """Wait for a frame being made and drop it (before a restart, a cancel or a bake)."""
+        if self.busy:
+            try:
+                self.take(wait=None)
+            except Exception:  # its error no longer matters: the run is being reset or ended
+                pass
+
+    def stop(self) -> None:
+        """Settle and end the thread."""
+        self.settle()
+        self._asked.put(None)
+        self._thread.join()
 
 
 def _barycentric(point: np.ndarray, corners: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ class NEUROK_OT_live(bpy.types.Operator):
     def invoke(self, context, event):
         try:
             self._session = live.LiveSession(context.active_object)
+            self._worker = live.LiveWorker(self._session)
         except ImportError as error:
             self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
             return {"CANCELLED"}
@@ -46,11 +47,13 @@ class NEUROK_OT_live(bpy.types.Operator):
     def modal(self, context, event):
         session = self._session
         if event.type == "ESC" and event.value == "PRESS":
+            self._worker.stop()
             session.cancel()
             self._end(context)
             self.report({"INFO"}, "NeuROK: live run cancelled, the mesh is as it was")
             return {"CANCELLED"}
         if event.type in {"RET", "NUMPAD_ENTER"} and event.value == "PRESS":
+            self._worker.stop()
             self._end(context)
             try:
                 self.report({"INFO"}, session.bake())
@@ -59,6 +62,7 @@ class NEUROK_OT_live(bpy.types.Operator):
                 return {"CANCELLED"}
             return {"FINISHED"}
         if event.type == "R" and event.value == "PRESS":
+            self._worker.settle()
             session.restart()
         elif event.type == "LEFTMOUSE" and event.value == "PRESS":
             if session.grab_at(*self._ray(context, event)):
@@ -69,10 +73,19 @@ class NEUROK_OT_live(bpy.types.Operator):
         elif event.type == "MOUSEMOVE" and session.grab is not None:
             session.drag_to(*self._ray(context, event))
             return {"RUNNING_MODAL"}
-        elif event.type == "TIMER":
+        elif event.type == "TIMER":  # show the frame made on the worker, and ask for the next one
             try:
-                session.step()
+                positions = self._worker.take()
+                if positions is not None:
+                    session.show(positions)
+                self._worker.request(session.settings())
+            except ReferenceError:  # the object was deleted (or undone away) while it ran
+                self._worker.stop()
+                self._end(context)
+                self.report({"WARNING"}, "NeuROK: the live object went away; live run ended")
+                return {"CANCELLED"}
             except (ValueError, RuntimeError) as error:  # a rollout that went non-finite: put the mesh back
+                self._worker.stop()
                 session.cancel()
                 self._end(context)
                 self.report({"ERROR"}, str(error))
@@ -81,8 +94,13 @@ class NEUROK_OT_live(bpy.types.Operator):
         return {"PASS_THROUGH"}
 
     def cancel(self, context):
-        """Blender ends the modal operator itself (a file load, the window closing): put the mesh back."""
-        self._session.cancel()
+        """Blender ends the modal operator itself (a file load, the window closing): put the mesh back
+        if it is still there."""
+        self._worker.stop()
+        try:
+            self._session.cancel()
+        except ReferenceError:
+            pass
         self._end(context)
 
     def _ray(self, context, event):

@@ -81,3 +81,28 @@ def test_live_refuses_what_simulate_refuses():
     bpy.ops.object.empty_add()
     with pytest.raises(ValueError):
         live.LiveSession(bpy.context.active_object)
+
+
+def test_the_worker_makes_the_frames_the_session_makes_and_hands_over_its_errors():
+    """The Live button's frames come from a worker thread, asked for one at a time: they are the
+    frames ``step`` makes, and an error in one reaches the main thread."""
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    inline = live.LiveSession(obj)
+    for _ in range(4):
+        inline.step()
+    expected = inline.current
+    inline.cancel()
+    session = live.LiveSession(obj)
+    worker = live.LiveWorker(session)
+    for _ in range(4):
+        worker.request(session.settings())
+        worker.request(session.settings())  # asked again while it is busy: still one frame
+        session.show(worker.take(wait=30.0))
+    np.testing.assert_allclose(session.current, expected, atol=1e-12)
+    assert worker.take() is None and not worker.busy
+    assert session.grab_at((0.2, 0.1, 10.0), (0.0, 0.0, -1.0))
+    worker.request(((1.0, 1.0), session.grab, np.array([np.nan, 0.0, 0.0])))  # a pull towards nowhere
+    with pytest.raises(ValueError, match="vector"):
+        worker.take(wait=30.0)
+    worker.stop()
+    session.cancel()
