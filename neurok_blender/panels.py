@@ -84,6 +84,7 @@ class VIEW3D_PT_neurok_conditions(_Section, bpy.types.Panel):
             col.prop(force, "frame_start")
             col.prop(force, "frame_end")
 
+        layout.prop_search(s, "pin_group", obj, "vertex_groups", icon="PINNED")
         col = layout.column()
         col.prop(s, "use_pull")
         sub = col.column()

@@ -69,6 +69,8 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                           "drag their tips to edit them")
     angular_velocity: FloatVectorProperty(name="Angular Velocity (rad/s)", subtype="XYZ", size=3,
                                           description="Initial spin about the centre of mass, world axes (rad/s)")
+    pin_group: StringProperty(name="Pin", description="Vertex group held where it is for the whole simulation "
+                                                     "(one vertex: a ball joint, two: a hinge); empty pins nothing")
     use_pull: BoolProperty(name="Pull and Release", default=False,
                            description="Start with a vertex group pulled away from the rest shape, let go at "
                                        "the start frame: the body snaps back and wobbles")

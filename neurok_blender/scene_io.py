@@ -70,6 +70,7 @@ def read_conditions(obj, scene, start: int, end: int, base: np.ndarray, scale: f
         angular_velocity=tuple(spin),
         forces=forces,
         pull=_pull(obj, scale, vertex_count) if settings.use_pull else None,
+        pins=_pins(obj, vertex_count),
         mass=settings.mass * scale**3,
         friction=settings.friction,
         restitution=settings.restitution,
@@ -99,6 +100,17 @@ def _forces(obj, curves, index, force, start, base, scale):
                       end_frame=force.frame_end - start)]
     return [Force(value_at(curves, path, force.vector, frame + 0.5), point=point, start_frame=frame - start,
                   end_frame=frame + 1 - start) for frame in range(force.frame_start, force.frame_end)]
+
+
+def _pins(obj, vertex_count):
+    """The vertices of the Pin group (any weight above zero), or None when there is none."""
+    name = obj.neurok.pin_group
+    if not name:
+        return None
+    if vertex_count != len(obj.data.vertices):
+        raise ValueError(f"the modifiers of '{obj.name}' change its vertices, so the pinned ones cannot be found "
+                         "in the simulated mesh; apply them or clear Pin")
+    return vertex_group_indices(obj, name).tolist()
 
 
 def _pull(obj, scale, vertex_count):

@@ -18,7 +18,7 @@ from .contact import damping_ratios, ground_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
 from .rotation import right_jacobian
 
-ACTING = "acting"  # the map's point set of the contact points, then the load points
+ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
 
@@ -42,6 +42,9 @@ class Environment:
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
+    pin_points: torch.Tensor | None = None  # (B, N, 3) rest positions, each held at its place at t = 0
+    pin_mass: torch.Tensor | None = None  # (B, N) mass share each pin holds, 0 = padding
+    pin_stiffness: float = 1e5  # s^-2: per unit mass, like the ground's; a pin gives g / k under its share's weight
     load_points: torch.Tensor | None = None  # (B, L, 3) rest positions
     load_vectors: torch.Tensor | None = None  # (B, L, 3) N
     load_windows: torch.Tensor | None = None  # (B, L, 2) s
@@ -51,7 +54,7 @@ class Environment:
 class State:
     """The map at (q, q_dot): the sums over its mass points, and the points forces act on."""
 
-    x: torch.Tensor  # (B, A, 3) the acting points: contact, then load
+    x: torch.Tensor  # (B, A, 3) the acting points: contact, pins, then load
     v: torch.Tensor  # (B, A, 3)
     jacobian: torch.Tensor  # (B, A, 3, n)
     mass: MassTerms
@@ -73,6 +76,9 @@ class LagrangianSystem:
         self.contact_points = env.contact_points if env.contact_points is not None else empty
         self.contact_mass = env.contact_mass if env.contact_mass is not None else torch.zeros(b, 0, dtype=dtype)
         self.n_contact = self.contact_points.shape[1]
+        self.pin_points = env.pin_points if env.pin_points is not None else empty
+        self.pin_mass = env.pin_mass if env.pin_mass is not None else torch.zeros(b, 0, dtype=dtype)
+        self.n_pin = self.pin_points.shape[1]
         self.load_points = None
         self.set_loads(env.load_points if env.load_points is not None else empty,
                        env.load_vectors if env.load_vectors is not None else empty,
@@ -87,24 +93,26 @@ class LagrangianSystem:
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
-        if self.deforms and env.ground_height is not None and self.n_contact:
-            # a contact point the deformation moves with little inertia gets a spring of its own mass at
-            # most, so its contact frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
+        if self.deforms and ((env.ground_height is not None and self.n_contact) or self.n_pin):
+            # a contact point or pin the deformation moves with little inertia gets a spring of its own
+            # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
-            contact_jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact]
+            jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact + self.n_pin]
             chol, _ = self.factor(self.mass_matrix(rest))
-            self.contact_mass = torch.minimum(self.contact_mass, self._mobile_mass(self._whiten(chol, contact_jacobian)))
+            mobile = self._mobile_mass(self._whiten(chol, jacobian))
+            self.contact_mass = torch.minimum(self.contact_mass, mobile[:, :self.n_contact])
+            self.pin_mass = torch.minimum(self.pin_mass, mobile[:, self.n_contact:])
         self.rest_stiffness = self._rest_stiffness()
         self.impact = None  # e per body of Newton's law over each impact (restitute), for a free body on a ground
         if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
-                and bool(kinematic_map.rigid_dofs[:3].all()):
+                and bool(kinematic_map.rigid_dofs[:3].all()) and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
 
     def set_loads(self, points, vectors, windows) -> None:
         """The point loads: rest positions (B, L, 3), vectors (B, L, 3) N and windows [t0, t1) (B, L, 2) s.
-        The acting points (contact, then load) are attached to the map anew when the points change."""
+        The acting points (contact, pins, then load) are attached to the map anew when the points change."""
         if self.load_points is None or not torch.equal(points, self.load_points):
-            acting = torch.cat([self.contact_points, points], 1)
+            acting = torch.cat([self.contact_points, self.pin_points, points], 1)
             self.acting = bool(acting.shape[1])
             if self.acting:
                 self.map.attach(ACTING, acting)
@@ -184,9 +192,12 @@ class LagrangianSystem:
         term act through J^T f of the points they act on; gravity (sum m J)^T g and drag, the same
         -c m v at every mass point, sum J^T m (-c J q_dot) = -c M q_dot.
         """
-        nc = self.n_contact
-        jc, jl = s.jacobian[:, :nc], s.jacobian[:, nc:]
+        nc, npin = self.n_contact, self.n_pin
+        jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         conservative = (self.gravity @ s.mass.moment)
+        if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its rest place
+            conservative = conservative + _jt(jp, -self.env.pin_stiffness * self.pin_mass[..., None]
+                                              * (s.x[:, nc:nc + npin] - self.pin_points))
         grad_v = self.potential_gradient(q)
         if grad_v is not None:
             conservative = conservative - grad_v
@@ -318,9 +329,9 @@ class LagrangianSystem:
         return q_ddot, (loads * q_dot).sum(-1), -(dissipative * q_dot).sum(-1)
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
-        """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential and contact spring energy
-        per body (J)."""
-        nc = self.n_contact
+        """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential, contact spring and pin
+        spring energy per body (J)."""
+        nc, npin = self.n_contact, self.n_pin
         kinetic = 0.5 * (q_dot[:, None] @ self.mass_matrix(q) @ q_dot[..., None])[:, 0, 0]
         gravity = -(self.masses * (self.map.embed(q, MASS) @ self.gravity)).sum(-1)
         pot = self.map.potential(q)
@@ -329,7 +340,11 @@ class LagrangianSystem:
         if self.env.ground_height is not None and nc:
             depth = torch.clamp(self.env.ground_height[:, None] - self.map.embed(q, ACTING)[:, :nc, 2], min=0.0)
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
-        return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact}
+        pins = torch.zeros_like(kinetic)
+        if npin:
+            stretch = self.map.embed(q, ACTING)[:, nc:nc + npin] - self.pin_points
+            pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
+        return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact, "pins": pins}
 
     def fastest_rates(self, q=None, rest: bool = True, contact: bool = True) -> tuple[float, float]:
         """The largest natural angular frequency (rad/s) of the contact springs (unless ``contact`` is
@@ -338,6 +353,8 @@ class LagrangianSystem:
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
         omega2 = self.env.contact_stiffness if contact and self.grounded else 0.0
+        if self.n_pin:  # pins hold in flight too
+            omega2 = max(omega2, self.env.pin_stiffness)
         decay = 0.0
         if not self.deforms and self.rest_stiffness is None:  # a rigid map: no potential, no Rayleigh damping
             return math.sqrt(omega2), decay

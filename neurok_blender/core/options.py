@@ -112,6 +112,8 @@ class Conditions:
     of it. None is the reference simulators' dead ground: the body bounces as its material gives
     (``material.contact_restitution``). ``integrator="auto"`` runs RK4,
     or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
+    ``pins`` are vertices held where they are at frame 0 for the whole run, each on a stiff spring
+    (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge.
     """
 
     frames: int = 48
@@ -122,6 +124,7 @@ class Conditions:
     angular_velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     forces: list[Force] = field(default_factory=list)
     pull: Pull | None = None
+    pins: list[int] | None = None  # vertices held where they are at frame 0, the whole run
     mass: float = 1.0
     friction: float = 0.5
     restitution: float | None = 0.3
@@ -163,6 +166,12 @@ class Conditions:
             force.check(vertex_count, f"forces[{i}]")
         if self.pull is not None:
             _check_pull(self.pull, vertex_count)
+        if self.pins is not None:
+            idx = np.asarray(self.pins)
+            if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError("pins must be a non-empty list of vertex indices, or None")
+            if idx.min() < 0 or idx.max() >= vertex_count:
+                raise ValueError(f"pins must lie in [0, {vertex_count - 1}]")
 
 
 def _check_pull(pull, vertex_count):

@@ -49,7 +49,7 @@ class SimulationResult:
     times: np.ndarray  # (frames,) s
     pose: dict[str, np.ndarray]  # rigid: "translation" (frames, 3) centre of mass, "rotation" (frames, 3, 3)
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
-    energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, load_work, dissipated, total, balance
+    energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, pins, load_work, dissipated, total, balance
     substeps: int  # integration steps per frame, at least (fast or refined frames take more)
     integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
     report: Report  # what the solver chose
@@ -184,6 +184,7 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         return torch.as_tensor(np.asarray(rows, dtype=np.float64).reshape(1, -1, width), dtype=DTYPE)
 
     ground = None if conditions.ground_height is None else torch.tensor([conditions.ground_height], dtype=DTYPE)
+    pins = vertices[np.unique(conditions.pins)] if conditions.pins is not None else np.zeros((0, 3))
     return Environment(
         gravity=torch.as_tensor(conditions.gravity, dtype=DTYPE),
         ground_height=ground,
@@ -193,6 +194,8 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         drag=conditions.drag,
         contact_points=tensor(contact, 3),
         contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),
+        pin_points=tensor(pins, 3),
+        pin_mass=torch.full((1, len(pins)), conditions.mass / max(len(pins), 1), dtype=DTYPE),
         load_points=tensor(load_points, 3),
         load_vectors=tensor(load_vectors, 3),
         load_windows=tensor(load_windows, 2),

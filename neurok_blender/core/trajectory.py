@@ -268,14 +268,14 @@ def rollout(
 
 def _stored(e):
     """Kinetic plus every potential (J, per body)."""
-    return e["kinetic"] + e["potential"] + e["gravity"] + e["contact"]
+    return e["kinetic"] + e["potential"] + e["gravity"] + e["contact"] + e["pins"]
 
 
 def _energy_scale(e, work, dissipated):
     """The size of the energies in play (J, per body): an error of EXPLOSION times this is no
     integration error but a blow-up. Gravity's potential has an arbitrary zero, so it is left out:
     what it gives shows up as kinetic energy."""
-    return e["kinetic"] + e["potential"].abs() + e["contact"] + work.abs() + dissipated.abs()
+    return e["kinetic"] + e["potential"].abs() + e["contact"] + e["pins"] + work.abs() + dissipated.abs()
 
 
 def _energy_floor(system: LagrangianSystem):

@@ -250,6 +250,21 @@ def test_pull_needs_a_handle():
         bpy.ops.neurok.simulate()
 
 
+def test_a_pin_group_holds_its_vertices_where_they_are():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    corner = [v.index for v in obj.data.vertices if tuple(v.co) == (-0.5, -0.5, 0.5)]
+    obj.vertex_groups.new(name="Hook").add(corner, 1.0, "REPLACE")
+    obj.neurok.frame_end, obj.neurok.pin_group = 24, "Hook"
+    start = evaluated_vertices(obj, 1)
+    assert "baked 24 frames" in api.simulate_object(obj)
+    hung = evaluated_vertices(obj, 24)
+    assert np.abs(hung[corner] - start[corner]).max() < 1e-3  # held, where a free box falls 2.6 m
+    assert np.linalg.norm(hung - start, axis=1).max() > 0.3  # and swings about it
+    obj.neurok.pin_group = "Nothing"
+    with pytest.raises(ValueError, match="Nothing"):
+        api.simulate_object(obj)
+
+
 def test_arrow_handles_edit_the_vectors_at_the_arrow_scale_and_undo_per_change():
     from neurok_blender.gizmos import VIEW3D_GGT_neurok, arrow_origins, gizmos_shown
     from neurok_blender.properties import VELOCITY_ARROW_TIME

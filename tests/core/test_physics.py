@@ -317,3 +317,23 @@ def test_a_diverged_body_turns_nan_not_an_error_and_leaves_its_neighbour_alone()
     broken = system.acceleration(q, q_dot)[0]
     assert torch.isnan(broken[0]).all()
     torch.testing.assert_close(broken[1], healthy[1])
+
+
+def test_a_body_hung_from_two_pins_swings_at_the_compound_pendulums_period():
+    """A 1 m rod pinned at the two corners of one edge of its end hangs from that hinge: let go 5
+    degrees off, it swings in the plane with T / 2 = pi sqrt(I / (M g d)) (1 + theta0^2 / 16), I about
+    the hinge; the pins hold within a few g / k."""
+    length, side = 1.0, 0.1
+    v, f = box((length, side, side), (0.0, -side / 2, 0.0))
+    hinge = [int(np.argmin(np.linalg.norm(v - p, axis=1))) for p in ([0, -side / 2, 0], [0, side / 2, 0])]
+    arm = (v.mean(0) - v[hinge[0]])[[0, 2]]
+    turn = math.radians(-85.0) - math.atan2(arm[1], arm[0])  # the arm 5 degrees off straight down
+    c, s = math.cos(turn), math.sin(turn)
+    v = (v - v[hinge[0]]) @ np.array([[c, 0, -s], [0, 1, 0], [s, 0, c]]).T + [0.0, 0.0, 2.0]
+    result = simulate(v, f, Conditions(frames=97, fps=48, pins=hinge))
+    assert np.abs(result.positions[:, hinge] - v[hinge]).max() < 5 * G / 1e5
+    x = result.pose["translation"][:, 0] - v[hinge[0], 0]
+    d = np.linalg.norm(arm)
+    inertia = (length**2 + side**2) / 12 + d**2  # per unit mass, about the hinge
+    expected = math.pi * math.sqrt(inertia / (G * d)) * (1 + math.radians(5.0) ** 2 / 16)
+    np.testing.assert_allclose(half_periods(result.times, x), expected, rtol=1e-3)
