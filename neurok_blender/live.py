@@ -28,6 +28,19 @@ from .job import SimulationJob, load_model
 
 GRAB_FREQUENCY = 2.0  # Hz: how stiffly the grabbed point follows the mouse
 
+_current = None  # the LiveSession the viewport runs, if any
+
+
+def running():
+    """The session the viewport's Live runs now, or None (Simulate waits for it)."""
+    return _current
+
+
+def started(session) -> None:
+    """The Live operator says which session it runs (None: it ended)."""
+    global _current
+    _current = session
+
 
 class LiveSession:
     """One live run of ``obj`` from its current shape and settings; ValueError if it cannot start."""

@@ -1,8 +1,8 @@
 import bpy
 from bpy_extras import view3d_utils
 
-from .. import job, live
-from .simulate import _redraw_sidebars
+from .. import live
+from .simulate import free_to_simulate, redraw_sidebars
 
 HELP = "drag: push or throw · R: restart · Enter: bake what was shown · Esc: cancel"
 
@@ -17,11 +17,7 @@ class NEUROK_OT_live(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if context.active_object is None:
-            cls.poll_message_set("No active object: select a mesh to simulate")
-            return False
-        if job.running() is not None:
-            cls.poll_message_set(f"Simulating '{job.running().job.name}': wait for it or press Esc")
+        if not free_to_simulate(cls, context):
             return False
         if context.area is None or context.area.type != "VIEW_3D":
             cls.poll_message_set("Live mode runs in a 3D viewport")
@@ -32,6 +28,7 @@ class NEUROK_OT_live(bpy.types.Operator):
         try:
             self._session = live.LiveSession(context.active_object)
             self._worker = live.LiveWorker(self._session)
+            live.started(self._session)
         except ImportError as error:
             self.report({"ERROR"}, f"NeuROK needs PyTorch, which could not be loaded: {error}")
             return {"CANCELLED"}
@@ -114,9 +111,10 @@ class NEUROK_OT_live(bpy.types.Operator):
         session = self._session
         context.workspace.status_text_set(f"NeuROK live: '{session.obj.name}', frame {session.frames - 1}, "
                                           f"{session.frame_rate:.1f} frames/s · {HELP}")
-        _redraw_sidebars(context)
+        redraw_sidebars(context)
 
     def _end(self, context):
+        live.started(None)
         context.window_manager.event_timer_remove(self._timer)
         context.workspace.status_text_set(None)
-        _redraw_sidebars(context)
+        redraw_sidebars(context)

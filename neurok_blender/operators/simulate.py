@@ -1,6 +1,6 @@
 import bpy
 
-from .. import api, job
+from .. import api, job, live
 
 
 class NEUROK_OT_simulate(bpy.types.Operator):
@@ -15,13 +15,7 @@ class NEUROK_OT_simulate(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if context.active_object is None:
-            cls.poll_message_set("No active object: select a mesh to simulate")
-            return False
-        if job.running() is not None:
-            cls.poll_message_set(f"Simulating '{job.running().job.name}': wait for it or press Esc")
-            return False
-        return True
+        return free_to_simulate(cls, context)
 
     def execute(self, context):
         """Inline: scripts, batch mode and ``bpy.ops.neurok.simulate()`` get the bake when the call returns.
@@ -75,7 +69,7 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         context.window_manager.progress_update(int(100 * fraction))
         context.workspace.status_text_set(f"NeuROK: simulating '{solve.job.name}', frame {solve.done}/{solve.total} "
                                           "(Esc cancels)")
-        _redraw_sidebars(context)
+        redraw_sidebars(context)
         if not solve.finished:
             return {"PASS_THROUGH"}
         self._end(context)
@@ -91,7 +85,7 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
-        _redraw_sidebars(context)
+        redraw_sidebars(context)
 
     def _checked(self, work):
         """``work()``, or None with the reason reported."""
@@ -110,7 +104,22 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         self.report({"INFO"}, summary)
         return {"FINISHED"}
 
-def _redraw_sidebars(context):
+def free_to_simulate(operator, context) -> bool:
+    """Whether a body can be simulated now (an active object, no solve or live run going); the reason
+    why not goes to ``operator``'s poll message."""
+    if context.active_object is None:
+        operator.poll_message_set("No active object: select a mesh to simulate")
+        return False
+    if job.running() is not None:
+        operator.poll_message_set(f"Simulating '{job.running().job.name}': wait for it or press Esc")
+        return False
+    if live.running() is not None:
+        operator.poll_message_set(f"'{live.running().obj.name}' runs live: Enter bakes it, Esc ends it")
+        return False
+    return True
+
+
+def redraw_sidebars(context):
     for area in context.screen.areas if context.screen else ():
         if area.type == "VIEW_3D":
             area.tag_redraw()

@@ -106,3 +106,16 @@ def test_the_worker_makes_the_frames_the_session_makes_and_hands_over_its_errors
         worker.take(wait=30.0)
     worker.stop()
     session.cancel()
+
+
+def test_simulate_waits_while_a_body_runs_live():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    assert bpy.ops.neurok.simulate.poll()
+    session = live.LiveSession(obj)
+    live.started(session)
+    try:
+        assert not bpy.ops.neurok.simulate.poll()
+    finally:
+        live.started(None)
+        session.cancel()
+    assert bpy.ops.neurok.simulate.poll()
