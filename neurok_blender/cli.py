@@ -45,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bounciness", type=float, help="coefficient of restitution against the ground, 0..1: a body "
                                                      "dropped from h bounces back to bounciness^2 h (cloth: none)")
     p.add_argument("--drag", type=float, help="linear air drag per unit mass, 1/s")
+    p.add_argument("--pin", metavar="GROUP", help="a vertex group of the object held where it is (a .blend's)")
     p.add_argument("--fps", type=float, help="frames per second of the scene (and the bake)")
     p.add_argument("--threads", type=int, help="CPU threads of the solver (default: the preferences', else 1)")
     p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
@@ -181,6 +182,8 @@ def apply_settings(obj, scene, args) -> None:
         s.use_ground = False
     if args.bake_to is not None:
         s.output = args.bake_to.upper().replace("-", "_")
+    if args.pin is not None:
+        s.pin_group = args.pin
 
 
 def _ensure_registered():

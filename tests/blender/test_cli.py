@@ -56,6 +56,21 @@ def test_a_blend_keeps_its_settings_and_the_command_line_overrides_some(tmp_path
     assert baked.neurok.plasticity == 0.5 and conditions.plasticity == 0.5  # the override reaches the solver
 
 
+def test_pin_names_a_vertex_group_and_a_missing_one_is_reported(tmp_path, capsys):
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    obj.vertex_groups.new(name="Hook").add([0], 1.0, "REPLACE")
+    source = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    out = tmp_path / "baked.blend"
+    assert cli.main(["simulate", str(source), "--out", str(out), "--frames", "12", "--pin", "Hook"]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    baked = bpy.data.objects["Box"]
+    vertices = np.array([v.co for v in baked.data.vertices])
+    assert read_conditions(baked, bpy.context.scene, 1, 12, vertices, 1.0, len(vertices)).pins == [0]
+    assert cli.main(["simulate", str(source), "--out", str(tmp_path / "other.blend"), "--pin", "Nothing"]) == 1
+    assert "Nothing" in capsys.readouterr().out
+
+
 def test_a_folder_runs_as_a_batch_and_one_bad_file_never_stops_it(tmp_path, capsys):
     inputs = tmp_path / "inputs"
     inputs.mkdir()
