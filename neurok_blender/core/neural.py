@@ -241,6 +241,8 @@ class NeuralBodyMap(KinematicMap):
             points_t = torch.as_tensor(model_points, dtype=self.dtype)
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
+            if output:  # drawn only: blended by one sparse product a frame
+                skin = skin.drawn(len(self.shape.queries.points))
             with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
                 rest = self._move(zero[None], points_t, skin)
             images.append((points_t, skin, rest))

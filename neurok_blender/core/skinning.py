@@ -13,6 +13,7 @@ the translation tau = x_j + t_j - R x_j.
 Everything is written with elementwise torch operations so forward-mode derivatives (jvp) work.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,13 +26,26 @@ NEIGHBOURS = 4
 @dataclass
 class Skinning:
     """Which queries (V, K) drive each vertex and with what weights (V, K), rows summing to 1; a batch
-    of objects stacks them to (B, V, K)."""
+    of objects stacks them to (B, V, K). ``blend``, for points that are only drawn (``drawn``), holds
+    the same weights as a sparse (V, Q) matrix: one sparse product then blends every vertex, three to
+    four times as fast as gathering K neighbours at 100k vertices, but no derivative goes through it."""
 
     index: torch.Tensor
     weight: torch.Tensor
+    blend: torch.Tensor | None = None
 
     def to(self, device) -> "Skinning":
-        return Skinning(self.index.to(device), self.weight.to(device))
+        return Skinning(self.index.to(device), self.weight.to(device),
+                        None if self.blend is None else self.blend.to(device))
+
+    def drawn(self, queries: int) -> "Skinning":
+        """This skinning (one object's, (V, K)) with its sparse blend over ``queries`` query points."""
+        rows = torch.arange(len(self.index))[:, None].expand_as(self.index)
+        blend = torch.sparse_coo_tensor(torch.stack([rows.reshape(-1), self.index.reshape(-1)]),
+                                        self.weight.reshape(-1), (len(self.index), queries), check_invariants=True)
+        with warnings.catch_warnings():  # torch calls its compressed rows beta; a product with them is all we use
+            warnings.simplefilter("ignore", UserWarning)
+            return Skinning(self.index, self.weight, blend.coalesce().to_sparse_csr())
 
 
 def skinning(vertices: np.ndarray, queries: np.ndarray, vertex_parts: np.ndarray | None = None,
@@ -99,13 +113,20 @@ def deform(queries: torch.Tensor, rotation: torch.Tensor, displacement: torch.Te
         batch = torch.arange(len(skin.index), device=values.device)[:, None, None]
         return values[batch, skin.index]
 
+    def blended(values):  # (..., Q, C) -> (..., V, C): sum_k a_k values[index_k]
+        if skin.blend is None:
+            return (gather(values) * weight).sum(-2)
+        flat = values.movedim(-2, 0)  # (Q, ..., C)
+        out = skin.blend.to(values.dtype) @ flat.reshape(len(flat), -1)
+        return out.reshape(-1, *flat.shape[1:]).movedim(0, -2)
+
     if not dual_quaternion:
-        return points + (gather(displacement) * weight).sum(-2)
+        return points + blended(displacement)
     r = quaternion_from_rotation_vector(rotation)  # (..., Q, 4)
     tau = queries + displacement - rotate(r, queries)
     d = 0.5 * quaternion_multiply(torch.cat([torch.zeros_like(tau[..., :1]), tau], -1), r)
-    r_blend = (gather(r) * weight).sum(-2)  # all r have w >= 0: one hemisphere
-    d_blend = (gather(d) * weight).sum(-2)
+    r_blend = blended(r)  # all r have w >= 0: one hemisphere
+    d_blend = blended(d)
     norm = torch.sqrt((r_blend * r_blend).sum(-1, keepdim=True))
     r_unit, d_unit = r_blend / norm, d_blend / norm
     conjugate = r_unit * torch.tensor([1.0, -1.0, -1.0, -1.0], dtype=r_unit.dtype, device=r_unit.device)

@@ -123,6 +123,20 @@ def test_dual_quaternion_skinning_moves_rigidly_and_blends_one_motion_exactly():
     torch.testing.assert_close(blended, points @ turn.T + tau)
 
 
+def test_drawn_points_blend_by_one_sparse_product_to_the_same_positions():
+    """A skinning for points only drawn (``Skinning.drawn``) blends by a sparse (V, Q) product: the same
+    positions as gathering each vertex's K queries, with dual quaternions and with displacements."""
+    rng = np.random.default_rng(1)
+    queries = torch.as_tensor(rng.normal(size=(12, 3)))
+    rotation, displacement = (0.5 * torch.as_tensor(rng.normal(size=(2, 12, 3)))).unbind()
+    points = torch.as_tensor(rng.normal(size=(200, 3)))
+    skin = skinning(points.numpy(), queries.numpy(), k=4)
+    for dual_quaternion in (True, False):
+        torch.testing.assert_close(deform(queries, rotation, displacement, points, skin.drawn(12), dual_quaternion),
+                                   deform(queries, rotation, displacement, points, skin, dual_quaternion),
+                                   rtol=1e-13, atol=1e-13)
+
+
 def test_points_follow_query_points_of_their_own_part_only():
     a, fa = box_mesh((0.3, 0.3, 0.3))
     b, fb = box_mesh((0.3, 0.3, 0.3), corner=(0.31, 0.0, 0.0))  # 1 cm apart
