@@ -32,10 +32,13 @@ PHASES = [
     ("initial state (fit)", 0, [("initial.py", "fit_initial_state")]),
     ("roll out", 0, [("trajectory.py", "rollout")]),
     ("solver steps", 1, [("trajectory.py", "advance_frame")]),
-    ("Jacobian products (x, J, dJ/dq q')", 2, [("neural.py", "derivatives")]),
+    ("mass points' sums (body frame)", 2, [("neural.py", "mass_terms")]),
+    ("acting points' x and J", 2, [("neural.py", "jacobian")]),
+    ("the potential's gradient", 2, [("neural.py", "potential_gradient")]),
+    ("ground contact forces", 2, [("contact.py", "ground_forces")]),
     ("mass-matrix solves", 2, [("dynamics.py", "solve")]),
     ("energy checks", 1, [("dynamics.py", "energies")]),
-    ("decode the output vertices", 1, [("trajectory.py", "record")]),
+    ("decode the output vertices", 1, [("trajectory.py", "positions")]),
 ]
 
 
