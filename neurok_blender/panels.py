@@ -125,6 +125,7 @@ class VIEW3D_PT_neurok_simulation(_Section, bpy.types.Panel):
         col.prop(s, "use_current_frame")
         col.prop(s, "integrator")
         col.prop(s, "substeps")
+        col.prop(s, "sleep")
         col.prop(s, "output")
         addon = context.preferences.addons.get(__package__)
         if addon is not None:

@@ -117,6 +117,9 @@ class NeurokSettings(bpy.types.PropertyGroup):
                              description="Time integration method")
     substeps: IntProperty(name="Substeps", default=0, min=0, soft_max=200,
                           description="Integration steps per frame; 0 picks them from the stiffest spring")
+    sleep: BoolProperty(name="Sleep at Rest", default=True,
+                        description="A body that has come to rest stops being simulated until a force acts on "
+                                    "it (its frames repeat): the same motion, much faster when it lies still")
     output: EnumProperty(name="Bake To", default="SHAPE_KEYS",
                          items=[("SHAPE_KEYS", "Shape Keys", "One shape key per frame, stored in the .blend; "
                                  "exports to glTF morph targets"),

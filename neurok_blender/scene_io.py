@@ -81,6 +81,7 @@ def read_conditions(obj, scene, start: int, end: int, base: np.ndarray, scale: f
         plasticity=settings.plasticity,
         integrator=settings.integrator,
         substeps=settings.substeps or None,
+        sleep=settings.sleep,
     )
 
 

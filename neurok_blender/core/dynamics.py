@@ -280,6 +280,12 @@ class LagrangianSystem:
         q_dot = torch.cat([q_dot[:, :2], kept[:, None], q_dot[:, 3:]], 1)
         return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
 
+    def loaded(self, t0: float, t1: float) -> bool:
+        """Whether a point load acts in the step [t0, t1] (by its midpoint, as ``set_interval``)."""
+        mid = 0.5 * (t0 + t1)
+        on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
+        return bool((on & (self.load_vectors != 0).any(-1)).any())
+
     @property
     def grounded(self) -> bool:
         """Whether a ground acts on contact points (its springs may set the steps)."""

@@ -42,7 +42,7 @@ class LiveBody:
     def _new_run(self) -> Run:
         c = self.conditions
         return Run(self._system, self.body.q0, self.body.q_dot0, c.fps, c.integrator, self.body.output_points,
-                   c.substeps)
+                   c.substeps, c.sleep)
 
     @property
     def frame(self) -> int:

@@ -136,6 +136,7 @@ class Conditions:
     integrator: str = "auto"
     substeps: int | None = None
     expansion: str = "quadratic"  # EXPANSIONS: "quadratic" (fast) or "exact"
+    sleep: bool = True  # a body at rest stops being integrated until a force acts (trajectory.Run)
 
     def check(self, vertex_count: int) -> None:
         """Raise ValueError naming the first bad field."""
@@ -158,6 +159,8 @@ class Conditions:
             raise ValueError(f"unknown category {self.category!r}; choose one of {', '.join(CATEGORIES)}")
         if self.integrator not in METHODS:
             raise ValueError(f"unknown integrator {self.integrator!r}; choose one of {', '.join(METHODS)}")
+        if not isinstance(self.sleep, (bool, np.bool_)):
+            raise ValueError(f"sleep must be True or False, got {self.sleep!r}")
         if self.expansion not in EXPANSIONS:
             raise ValueError(f"unknown expansion {self.expansion!r}; choose one of {', '.join(EXPANSIONS)}")
         if self.substeps is not None and not (isinstance(self.substeps, (int, np.integer)) and self.substeps >= 1):

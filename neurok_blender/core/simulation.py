@@ -54,6 +54,7 @@ class SimulationResult:
     integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
     report: Report  # what the solver chose
     refined_frames: int = 0  # frames redone with more steps after going non-finite (trajectory.MAX_REFINEMENT)
+    asleep_frames: int = 0  # frames the body slept through at rest (Conditions.sleep)
 
 
 @dataclasses.dataclass
@@ -132,13 +133,14 @@ def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
     conditions = body.conditions
     trajectory = rollout(LagrangianSystem(body.kmap, body.env), body.q0, body.q_dot0, conditions.frames,
                          conditions.fps, conditions.integrator, output_points=body.output_points,
-                         substeps=conditions.substeps, progress=progress)
+                         substeps=conditions.substeps, progress=progress, sleep=conditions.sleep)
     return SimulationResult(positions=trajectory.points[:, 0], times=trajectory.times,
                             pose={k: p[:, 0] for k, p in trajectory.pose.items()},
                             coordinates=trajectory.coordinates[:, 0],
                             energy={k: e[:, 0] for k, e in trajectory.energy.items()},
                             substeps=trajectory.substeps, integrator=trajectory.method,
-                            refined_frames=trajectory.refined_frames, report=body.report)
+                            refined_frames=trajectory.refined_frames, asleep_frames=trajectory.asleep_frames,
+                            report=body.report)
 
 
 def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):

@@ -27,6 +27,10 @@ LEAPFROG_EVALUATIONS = 5  # force evaluations of one leapfrog step with its impl
 # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
 STEP_DECAY = 1.0
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
+# A body at rest sleeps: after SLEEP_TIME of frames whose mass points move at an RMS speed under
+# SLEEP_SPEED of its size per second (1 mm/s for a 1 m body), its frames repeat until a load acts
+SLEEP_SPEED = 1e-3
+SLEEP_TIME = 0.5  # s
 
 
 class SimulationError(RuntimeError):
@@ -48,6 +52,7 @@ class Trajectory:
     substeps: int  # integration steps per frame, at least (see rollout)
     method: str  # the integrator that ran (``auto`` resolved; a damped stiff start's first frames may take another)
     refined_frames: int = 0  # frames redone with more steps after going non-finite or unstable
+    asleep_frames: int = 0  # frames the body slept through at rest (Run)
 
 
 def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None) -> str:
@@ -128,14 +133,19 @@ class Run:
     non-finite or unstable is redone with more. A frame that starts clear of the ground takes the
     steps of the body alone (``flight_substeps``), not those of the ground's stiff springs, and is
     redone with those if a contact force acted in it after all: contact is always integrated at its
-    own steps. Work runs in inference mode: no autograd bookkeeping on the thousands of small
-    operations of a run.
+    own steps. With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
+    size per second for SLEEP_TIME) sleeps: its last tiny kinetic energy is booked as dissipated and
+    its frames repeat, unintegrated, until a load acts or its material changes (``use``), as a rigid
+    body engine deactivates; a body that keeps moving (an undamped wobble, a slow roll) never does.
+    Work runs in inference mode: no autograd bookkeeping on the thousands of small operations of a run.
     """
 
     @torch.inference_mode()
     def __init__(self, system: LagrangianSystem, q0: torch.Tensor, q_dot0: torch.Tensor, fps: float, method: str,
-                 output_points: torch.Tensor, substeps: int | None = None):
+                 output_points: torch.Tensor, substeps: int | None = None, sleep: bool = False):
         self.fps, self.requested, self.fixed_substeps = fps, method, substeps
+        self.sleeps, self.asleep, self.still, self.slept = sleep, False, 0, 0  # still: frames at rest in a row
+        self._drawn = None  # (q, its output points): a sleeping body is drawn once
         self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
         self.steps = 0  # integration steps of the last frame made
         self.incoming = torch.full((q0.shape[0],), torch.nan, dtype=q0.dtype)  # an impact's incoming speed (restitute)
@@ -154,6 +164,7 @@ class Run:
         steps are chosen anew, and the energy balance carries on across the change of potential."""
         stored = None if self.energy is None else _stored(self.energy)
         self.system = system
+        self.asleep, self.still = False, 0  # a new material or load wakes the body
         self.relaxing = relaxing_start(system, self.requested, self.fixed_substeps)
         sized_at = None if self.relaxing else (sized_at if sized_at is not None else self.q)
         self.method = choose_method(system, self.requested, sized_at)
@@ -175,6 +186,10 @@ class Run:
         MAX_REFINEMENT times its steps."""
         system, fps, dt = self.system, self.fps, 1.0 / self.fps
         frame, q, q_dot = self.frame + 1, self.q, self.q_dot
+        if self.asleep and not system.loaded((frame - 1) * dt, frame * dt):
+            self.frame, self.steps, self.slept = frame, 0, self.slept + 1
+            return
+        self.asleep = False
         base, frame_method = max(self.substeps, latent_substeps(system, fps, q_dot)), self.method
         if self.relaxing:  # until a frame starts no stiffer than rest
             rates = [max(a, b) for a, b in zip(self.rest_rates, system.fastest_rates(q, rest=False))]
@@ -214,11 +229,27 @@ class Run:
         energy["load_work"], energy["dissipated"] = work, dissipated
         self.energy = energy
         self.scale = torch.maximum(self.scale, _energy_scale(energy, work, dissipated))
+        if self.sleeps:
+            self._rest(system)
+
+    def _rest(self, system: LagrangianSystem) -> None:
+        """Count the frames at rest; after SLEEP_TIME of them the body sleeps, its velocity zeroed and
+        its kinetic energy booked as dissipated."""
+        mass = system.masses.sum(-1)
+        still = bool((self.energy["kinetic"] <= 0.5 * mass * (SLEEP_SPEED * system.map.extent) ** 2).all())
+        self.still = self.still + 1 if still else 0
+        if self.still >= math.ceil(SLEEP_TIME * self.fps):
+            self.asleep = True
+            self.dissipated = self.dissipated + self.energy["kinetic"]
+            self.q_dot = torch.zeros_like(self.q_dot)
+            self.energy = dict(self.energy, kinetic=torch.zeros_like(mass), dissipated=self.dissipated)
 
     @torch.inference_mode()
     def positions(self) -> torch.Tensor:
         """The output points (B, P, 3) where the current frame puts them, float32."""
-        return self.system.map.embed(self.q, OUTPUT).to(torch.float32)
+        if self._drawn is None or self._drawn[0] is not self.q:
+            self._drawn = (self.q, self.system.map.embed(self.q, OUTPUT).to(torch.float32))
+        return self._drawn[1]
 
     @torch.inference_mode()
     def row(self):
@@ -237,12 +268,14 @@ def rollout(
     output_points: torch.Tensor,
     substeps: int | None = None,
     progress: Callable[[int, int], bool | None] | None = None,
+    sleep: bool = False,
 ) -> Trajectory:
-    """Integrate ``frames`` frames (a ``Run``); frame 0 is the initial state.
+    """Integrate ``frames`` frames (a ``Run``, which ``sleep`` lets put a body at rest to sleep);
+    frame 0 is the initial state.
 
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
-    run = Run(system, q0, q_dot0, fps, method, output_points, substeps)
+    run = Run(system, q0, q_dot0, fps, method, output_points, substeps, sleep)
     rows = [run.row()]
     for frame in range(1, frames):
         run.advance()
@@ -263,6 +296,7 @@ def rollout(
         substeps=run.substeps,
         method=run.method,
         refined_frames=run.refined,
+        asleep_frames=run.slept,
     )
 
 

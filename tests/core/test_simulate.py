@@ -359,3 +359,34 @@ def test_pins_are_checked_and_hold_a_falling_body_by_one_corner():
     assert np.abs(result.positions[:, 0] - v[0]).max() < 2e-3  # held, where a free box falls 2.9 m
     assert np.linalg.norm(result.positions[-1] - result.positions[0], axis=1).max() > 0.5  # it swings about it
     assert set(result.energy) >= {"pins"} and result.energy["pins"].max() > 0
+
+
+def test_a_body_at_rest_sleeps_until_a_force_wakes_it_and_a_moving_one_never_sleeps():
+    """A box set on the ground comes to rest within a few frames and then sleeps (its frames repeat,
+    unintegrated), drawn where the full integration draws it; a push at frame 30 wakes it, and it
+    moves as the unslept run does (up to the kinetic energy below the sleep threshold that sleeping
+    took); a spinning box never sleeps."""
+    v, f = box(corner=(0.0, 0.0, 0.0))
+    push = Force((20.0, 0.0, 0.0), point=(0.5, 0.5, 0.5), start_frame=30, end_frame=33)
+    conditions = Conditions(frames=60, ground_height=0.0, forces=[push])
+    slept = simulate(v, f, conditions)
+    awake = simulate(v, f, dataclasses.replace(conditions, sleep=False))
+    assert 10 < slept.asleep_frames < 30 and awake.asleep_frames == 0
+    np.testing.assert_allclose(slept.positions[:29], awake.positions[:29], atol=1e-6)
+    assert slept.positions[-1, :, 0].min() > 0.1  # woken and pushed along
+    np.testing.assert_allclose(slept.positions, awake.positions, atol=1e-4)
+    spinning = simulate(v, f, Conditions(frames=40, gravity=NO_GRAVITY, angular_velocity=(0.0, 0.0, 0.5)))
+    assert spinning.asleep_frames == 0
+    with pytest.raises(ValueError, match="sleep"):
+        simulate(v, f, Conditions(sleep="yes"))
+
+
+def test_a_live_body_at_rest_sleeps_and_a_push_wakes_it():
+    v, f = box(corner=(0.0, 0.0, 0.0))
+    body = live(v, f, Conditions(ground_height=0.0))
+    for _ in range(20):
+        resting = body.step()
+    assert body.run.asleep and body.run.steps == 0
+    pushed = body.step([Force((30.0, 0.0, 0.0), point=(0.5, 0.5, 0.5))])
+    assert not body.run.asleep and body.run.steps > 0
+    assert (pushed[:, 0] - resting[:, 0]).min() > 1e-3
