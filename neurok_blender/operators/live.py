@@ -35,6 +35,7 @@ class NEUROK_OT_live(bpy.types.Operator):
         except (ValueError, RuntimeError) as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
+        self._area = context.area  # the 3D view it was started in: the mouse is read over its main region
         wm = context.window_manager
         self._timer = wm.event_timer_add(1.0 / self._session.body.conditions.fps, window=context.window)
         wm.modal_handler_add(self)
@@ -61,14 +62,18 @@ class NEUROK_OT_live(bpy.types.Operator):
         if event.type == "R" and event.value == "PRESS":
             self._worker.settle()
             session.restart()
-        elif event.type == "LEFTMOUSE" and event.value == "PRESS":
-            if session.grab_at(*self._ray(context, event)):
+            return {"RUNNING_MODAL"}
+        if event.type == "LEFTMOUSE" and event.value == "PRESS":
+            ray = self._ray(event)
+            if ray is not None and session.grab_at(*ray):
                 return {"RUNNING_MODAL"}
         elif event.type == "LEFTMOUSE" and event.value == "RELEASE" and session.grab is not None:
             session.release()
             return {"RUNNING_MODAL"}
         elif event.type == "MOUSEMOVE" and session.grab is not None:
-            session.drag_to(*self._ray(context, event))
+            ray = self._ray(event)
+            if ray is not None:
+                session.drag_to(*ray)
             return {"RUNNING_MODAL"}
         elif event.type == "TIMER":  # show the frame made on the worker, and ask for the next one
             try:
@@ -100,12 +105,22 @@ class NEUROK_OT_live(bpy.types.Operator):
             pass
         self._end(context)
 
-    def _ray(self, context, event):
-        """The mouse's ray in world space (scene units): origin and direction."""
-        coord = (event.mouse_region_x, event.mouse_region_y)
-        region, view = context.region, context.region_data
-        return (view3d_utils.region_2d_to_origin_3d(region, view, coord),
-                view3d_utils.region_2d_to_vector_3d(region, view, coord))
+    def _ray(self, event):
+        """The mouse's ray in world space (scene units), origin and direction, through the 3D view's
+        main region; None where the mouse is over anything else (the sidebar's sliders stay usable)."""
+        regions = self._area.regions
+        main = next(r for r in regions if r.type == "WINDOW")
+
+        def over(region):
+            return region.x <= event.mouse_x < region.x + region.width and \
+                region.y <= event.mouse_y < region.y + region.height
+
+        if not over(main) or any(r.type in {"UI", "HEADER", "TOOLS"} and over(r) for r in regions):
+            return None
+        coord = (event.mouse_x - main.x, event.mouse_y - main.y)
+        view = self._area.spaces.active.region_3d
+        return (view3d_utils.region_2d_to_origin_3d(main, view, coord),
+                view3d_utils.region_2d_to_vector_3d(main, view, coord))
 
     def _status(self, context):
         session = self._session

@@ -119,3 +119,19 @@ def test_simulate_waits_while_a_body_runs_live():
         live.started(None)
         session.cancel()
     assert bpy.ops.neurok.simulate.poll()
+
+
+def test_the_mouse_grabs_only_over_the_viewport_not_over_its_sidebar():
+    """Live reads the mouse over the 3D view's main region; over the sidebar (whose sliders change
+    the material while it runs) or outside the view there is no ray to grab with. Regions stand in
+    as plain objects: a background Blender has no window."""
+    from types import SimpleNamespace
+
+    from neurok_blender.operators.live import NEUROK_OT_live
+
+    def region(kind, x, width):
+        return SimpleNamespace(type=kind, x=x, y=0, width=width, height=600)
+
+    operator = SimpleNamespace(_area=SimpleNamespace(regions=[region("WINDOW", 0, 1000), region("UI", 800, 200)]))
+    for x in (900, 1200):  # over the sidebar, beside the view
+        assert NEUROK_OT_live._ray(operator, SimpleNamespace(mouse_x=x, mouse_y=300)) is None
