@@ -52,7 +52,7 @@ class LiveSession:
         self.obj, self.scale = obj, job.scale
         model = None if job.conditions.category == "rigid" else load_model(job.options)
         self.body = live(job.vertices, job.triangles, job.conditions, model=model, points=job.points)
-        self.world = np.array(obj.matrix_world, dtype=np.float64)
+        self.to_local = np.linalg.inv(np.array(obj.matrix_world, dtype=np.float64))  # the transform at the start
         mesh = obj.data
         mesh.calc_loop_triangles()
         self.triangles = np.empty((len(mesh.loop_triangles), 3), dtype=np.int64)
@@ -85,7 +85,7 @@ class LiveSession:
 
     def _local(self, world_metres: np.ndarray) -> np.ndarray:
         """Object space (scene units) of world positions in metres, for the object's transform at the start."""
-        inverse = np.linalg.inv(self.world)
+        inverse = self.to_local
         return (world_metres / self.scale) @ inverse[:3, :3].T.astype(np.float32) + inverse[:3, 3].astype(np.float32)
 
     @property

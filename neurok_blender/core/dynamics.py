@@ -342,13 +342,13 @@ class LagrangianSystem:
         gravity = -(self.masses * (self.map.embed(q, MASS) @ self.gravity)).sum(-1)
         pot = self.map.potential(q)
         potential = pot if pot is not None else torch.zeros_like(kinetic)
-        contact = torch.zeros_like(kinetic)
-        if self.env.ground_height is not None and nc:
-            depth = torch.clamp(self.env.ground_height[:, None] - self.map.embed(q, ACTING)[:, :nc, 2], min=0.0)
+        contact, pins = torch.zeros_like(kinetic), torch.zeros_like(kinetic)
+        acting = self.map.embed(q, ACTING) if self.grounded or npin else None
+        if self.grounded:
+            depth = torch.clamp(self.env.ground_height[:, None] - acting[:, :nc, 2], min=0.0)
             contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
-        pins = torch.zeros_like(kinetic)
         if npin:
-            stretch = self.map.embed(q, ACTING)[:, nc:nc + npin] - self.pin_points
+            stretch = acting[:, nc:nc + npin] - self.pin_points
             pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact, "pins": pins}
 

@@ -105,11 +105,11 @@ class LiveBody:
                                  self.body.vertices, self.body.faces, report.mass_at, Environment.contact_stiffness)
         kmap.omega2 = (2 * math.pi * material.frequency) ** 2
         kmap.yield_strain = material.yield_strain
-        env = dataclasses.replace(self._system.env, damping=material.damping,
+        system = self._system  # its loads as they stand, so the acting points are attached once
+        env = dataclasses.replace(system.env, damping=material.damping, load_points=system.load_points,
+                                  load_vectors=system.load_vectors, load_windows=system.load_windows,
                                   **material.ground_contact(float(kmap.gyration)))
-        loads = (self._system.load_points, self._system.load_vectors, self._system.load_windows)
         self._system = LagrangianSystem(kmap, env)
-        self._system.set_loads(*loads)
         self.conditions, self.body.report.material = conditions, material
         self.run.use(self._system)
 

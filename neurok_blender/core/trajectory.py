@@ -144,7 +144,7 @@ class Run:
     def __init__(self, system: LagrangianSystem, q0: torch.Tensor, q_dot0: torch.Tensor, fps: float, method: str,
                  output_points: torch.Tensor, substeps: int | None = None, sleep: bool = False):
         self.fps, self.requested, self.fixed_substeps = fps, method, substeps
-        self.sleeps, self.asleep, self.still, self.slept = sleep, False, 0, 0  # still: frames at rest in a row
+        self.sleeps, self.slept = sleep, 0  # asleep and still (frames at rest in a row) are set by use
         self._drawn = None  # (q, its output points): a sleeping body is drawn once
         self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
         self.steps = 0  # integration steps of the last frame made
