@@ -25,7 +25,8 @@ from benchmarks import write_results
 from benchmarks.neural_fidelity import TIMES, error_at
 from neurok_blender.core.options import DEFORMABLE
 from training.evaluation import errors_over_time, pick_sequences, positive
-from training.generate import SAMPLERS, worker_pool
+from neurok_blender.executors import Executor, Failed, run_in_order
+from training.generate import SAMPLERS, pin_to_one_core
 
 GOAL = 0.02  # the goal at 2 s, over the diagonal
 
@@ -91,8 +92,10 @@ def main():
               if category in a.categories for sequence in sequences]
     if not picked:
         parser.error(f"no held-out sequences of {', '.join(a.categories)} in {a.corpus}")
-    with worker_pool(a.jobs) as pool:
-        rows = pool.map(spread_row, picked, chunksize=1)
+    rows = run_in_order(spread_row, picked, Executor(workers=a.jobs), setup=pin_to_one_core)
+    failed = [row.error for row in rows if isinstance(row, Failed)]
+    if failed:
+        raise SystemExit(f"{len(failed)} replays failed: {failed[0]}")
     text = table(rows, read_fidelity(a.fidelity))
     print(text)
     suffix = "" if set(a.categories) == set(DEFORMABLE) else "_" + "_".join(a.categories)

@@ -1,17 +1,26 @@
 """Batch work from a shell, through the bpy module (``pip install bpy``) or Blender's own Python:
 
     python -m neurok_blender simulate INPUT --out OUTPUT [--object NAME] [conditions...]
+                                      [--workers N | --ray [ADDRESS]] [--overwrite]
 
 INPUT is a .blend, .glb, .gltf or .obj file, or a folder of them; OUTPUT a .blend, .glb, .gltf or
 .abc file, or for a folder a folder (``--format`` picks the files' type). Settings given on the
 command line override the object's own (a .blend keeps what the artist set for the rest). One bad
-file never stops a batch: each is reported, and a summary lists what failed and why.
+file never stops a batch: each is reported, and a summary lists what failed and why. A folder's
+files run one after another here, or at once in ``--workers`` processes or as Ray tasks
+(``neurok_blender.executors``); a rerun skips the outputs already written, and no output is ever
+left half-written.
 """
 
 import argparse
 import dataclasses
+import functools
+import os
+import shutil
 import time
 from pathlib import Path
+
+from .executors import Executor, Failed, run_all
 
 INPUTS = (".blend", ".glb", ".gltf", ".obj")
 OUTPUTS = (".blend", ".glb", ".gltf", ".abc")
@@ -49,6 +58,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fps", type=float, help="frames per second of the scene (and the bake)")
     p.add_argument("--threads", type=int, help="CPU threads of the solver (default: the preferences', else 1)")
     p.add_argument("--bake-to", choices=["shape-keys", "point-cache"], help="how the motion is stored in a .blend")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=1, help="simulate this many files at once, each process on "
+                                                              "its own (default 1: one after another)")
+    where.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                       help="each file a Ray task (pip install ray): alone, Ray starts on this machine; 'auto' or "
+                            "an address joins a running cluster, whose machines read INPUT and write OUTPUT")
+    p.add_argument("--overwrite", action="store_true", help="redo a folder's outputs already written (default: skip them)")
     return top
 
 
@@ -56,22 +72,36 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.threads is not None and args.threads < 1:
         raise SystemExit(f"--threads must be at least 1, got {args.threads}")
+    if args.workers < 1:
+        raise SystemExit(f"--workers must be at least 1, got {args.workers}")
+    executor = Executor(ray=args.ray) if args.ray is not None else Executor(workers=args.workers)
     jobs = plan(args.input, args.out, args.format)
+    if args.input.is_dir() and not args.overwrite:
+        written = [job for job in jobs if job[1].exists()]
+        if written:
+            print(f"{len(written)} of {len(jobs)} outputs already written, skipped (--overwrite redoes them)", flush=True)
+            jobs = [job for job in jobs if not job[1].exists()]
+    task = functools.partial(simulate_job, args=args, verbose=executor.in_process)
     failed = []
-    for index, (source, target) in enumerate(jobs, 1):
-        print(f"[{index}/{len(jobs)}] {source.name} -> {target}", flush=True)
-        began = time.perf_counter()
-        try:
-            summary = simulate_file(source, target, args)
-        except Exception as error:  # noqa: BLE001 (a batch reports every failure and goes on)
-            failed.append((source, f"{type(error).__name__}: {error}"))
-            print(f"    failed: {failed[-1][1]}", flush=True)
-            continue
-        print(f"    {summary} ({time.perf_counter() - began:.1f} s in all)", flush=True)
+    if len(jobs) > 1 and not executor.in_process:
+        print(f"{len(jobs)} files on {executor}", flush=True)
+    for done, ((source, target), outcome) in enumerate(run_all(task, jobs, executor, modules=_package()), 1):
+        if isinstance(outcome, Failed):
+            failed.append((source, outcome.error))
+            print(f"[{done}/{len(jobs)}] {source.name} failed: {outcome.error}", flush=True)
+        else:
+            summary, seconds = outcome
+            print(f"[{done}/{len(jobs)}] {source.name} -> {target}: {summary} ({seconds:.1f} s in all)", flush=True)
     print(f"NeuROK: {len(jobs) - len(failed)} of {len(jobs)} simulated", flush=True)
-    for source, reason in failed:
+    for source, reason in sorted(failed):
         print(f"  {source}: {reason}", flush=True)
     return 1 if failed else 0
+
+
+def _package():
+    import neurok_blender
+
+    return [neurok_blender]
 
 
 def plan(source: Path, out: Path, extension: str) -> list[tuple[Path, Path]]:
@@ -92,7 +122,17 @@ def plan(source: Path, out: Path, extension: str) -> list[tuple[Path, Path]]:
     return [(source, out)]
 
 
-def simulate_file(source: Path, target: Path, args) -> str:
+def simulate_job(job: tuple[Path, Path], args, verbose: bool) -> tuple[str, float]:
+    """Simulate one (input, output) pair in this process; (summary, seconds). ``verbose`` prints the
+    frames as they go (one file at a time; workers only report when done)."""
+    began = time.perf_counter()
+    source, target = job
+    if verbose:
+        print(f"{source.name} -> {target}", flush=True)
+    return simulate_file(source, target, args, verbose), time.perf_counter() - began
+
+
+def simulate_file(source: Path, target: Path, args, verbose: bool = True) -> str:
     import bpy
 
     from . import api
@@ -112,14 +152,32 @@ def simulate_file(source: Path, target: Path, args) -> str:
     options = solver_options()
     if args.threads is not None:
         options = dataclasses.replace(options, threads=args.threads)
-    summary = api.simulate_object(obj, progress=progress if total > 0 else None, options=options,
-                                  announce=lambda text: print(f"    {text}", flush=True))
+    summary = api.simulate_object(obj, progress=progress if total > 0 and verbose else None, options=options,
+                                  announce=(lambda text: print(f"    {text}", flush=True)) if verbose else None)
+    write(obj, target)
+    return summary
+
+
+def write(obj, target: Path) -> None:
+    """Save or export ``obj``'s scene to ``target`` so that a stopped run never leaves a partial file
+    a rerun would skip: Blender saves a .blend through a temporary file it renames; an export goes
+    to a hidden folder beside the target, whose files then move in, the target last."""
+    import bpy
+
+    from . import api
+
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() == ".blend":
         bpy.ops.wm.save_as_mainfile(filepath=str(target.resolve()), copy=True)
-    else:
-        api.export_object(obj, str(target))
-    return summary
+        return
+    staging = target.parent / f".{target.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        api.export_object(obj, str(staging / target.name))
+        for path in sorted(staging.iterdir(), key=lambda p: p.name == target.name):  # a .gltf's .bin first
+            os.replace(path, target.parent / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def load(source: Path) -> None:

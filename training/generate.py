@@ -1,27 +1,33 @@
 """Generate the training corpus into shards, in parallel, resumable.
 
     python -m training.generate OUT [--category articulated] [--train 300] [--heldout 50]
-                                    [--shard-size 25] [--workers 2]
+                                    [--shard-size 25] [--workers 2 | --ray [ADDRESS]]
 
 Shard k of a split holds sequence seeds [k * size, (k + 1) * size). Shards already present are
 checked (same seeds, same generator) and skipped, so the same command continues an interrupted
 run; a seed whose simulation fails is left out and its error kept beside the shard in
-``<shard>.failures.json``. At the end the manifest is rewritten.
+``<shard>.failures.json``. At the end the manifest is rewritten. The shards are independent tasks
+on ``neurok_blender.executors``: local processes, or Ray (``--ray`` starts it here, ``--ray auto``
+or an address joins a cluster whose machines share OUT, a network folder); a shard's sequences
+depend on its seeds only, whatever runs it.
 """
 
 import argparse
+import fcntl
 import json
-import multiprocessing
 import os
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
 import numpy as np
 
+import neurok_blender
+import training
+from neurok_blender.executors import Executor, Failed, run_all
 from training.corpus import articulated, cloth, continuum, elastic
 from training.corpus.shards import write_manifest, write_shard
-from training.parent_watch import exit_with_parent
 
 SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth,
             "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic}
@@ -33,25 +39,29 @@ def shard_path(out: Path, category: str, split: str, index: int) -> Path:
     return out / f"{category}-{split}-{index:05d}.npz"
 
 
-def worker_pool(workers: int):
-    """Spawned workers, each on a core of its own and ending with this process (``parent_watch``)."""
-    return multiprocessing.get_context("spawn").Pool(workers, initializer=_set_up_worker, initargs=(os.getpid(),))
-
-
-def _set_up_worker(parent: int) -> None:
-    exit_with_parent(parent)
-    pin_to_one_core()
-
-
 def pin_to_one_core():
-    """Each worker on a core of its own: Blender's cloth repeats to ~1e-5 m only single-threaded, and
-    the workers stop competing for the same core."""
+    """Hold this process to one core no other NeuROK worker of this machine holds (a lock file per
+    core, kept while the process lives): Blender's cloth repeats to ~1e-5 m only single-threaded,
+    and the workers stop competing for the same core. With more workers than cores, cores are shared."""
     cores = sorted(os.sched_getaffinity(0))
-    identity = multiprocessing.current_process()._identity
-    os.sched_setaffinity(0, {cores[(identity[0] - 1) % len(cores)] if identity else cores[0]})
+    for core in cores:
+        lock = open(Path(tempfile.gettempdir()) / f"neurok-core-{core}.lock", "w")  # noqa: SIM115 (held for life)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        _held_core.append(lock)
+        os.sched_setaffinity(0, {core})
+        return
+    os.sched_setaffinity(0, {cores[os.getpid() % len(cores)]})
+
+
+_held_core = []  # the lock file of the core this process holds
 
 
 def make_shard(job) -> tuple[Path, int, int, float]:
+    """Simulate one shard's seeds and write it; (path, sequences, failed seeds, seconds)."""
     out, category, split, index, first, last = job
     began = time.perf_counter()
     sequences, failures = [], []
@@ -86,18 +96,26 @@ def _check_existing(path: Path, first: int, last: int, generator: str):
                          f"{generator}: use a new folder or the same --shard-size and counts")
 
 
-def generate(out: Path, category: str, counts: dict[str, int], size: int, workers: int) -> int:
+def generate(out: Path, category: str, counts: dict[str, int], size: int, executor: Executor = Executor()) -> int:
+    """Make the shards of ``counts`` (sequences per split) missing from ``out`` on ``executor``,
+    each process pinned to a core; rewrite the manifest and return the sequences it lists."""
     out.mkdir(parents=True, exist_ok=True)
     todo = list(jobs(out, category, counts, size))
-    began, done = time.perf_counter(), 0
-    print(f"{category}: {len(todo)} shards to make in {out}", flush=True)
-    with worker_pool(workers) as pool:
-        for path, n, failed, seconds in pool.imap_unordered(make_shard, todo):
-            done += n
-            rate = done / (time.perf_counter() - began) * 3600
-            note = f", {failed} failed (see {path.name}.failures.json)" if failed else ""
-            print(f"  {path.name}: {n} sequences in {seconds:.1f} s ({rate:.0f} sequences/hour){note}", flush=True)
+    began, done, lost = time.perf_counter(), 0, []
+    print(f"{category}: {len(todo)} shards to make in {out} on {executor}", flush=True)
+    for job, outcome in run_all(make_shard, todo, executor, setup=pin_to_one_core, modules=[neurok_blender, training]):
+        if isinstance(outcome, Failed):  # the shard as a whole (its writing, its worker); a rerun makes it
+            lost.append(shard_path(*job[:4]).name)
+            print(f"  {lost[-1]}: not made: {outcome.error}", flush=True)
+            continue
+        path, n, failed, seconds = outcome
+        done += n
+        rate = done / (time.perf_counter() - began) * 3600
+        note = f", {failed} failed (see {path.name}.failures.json)" if failed else ""
+        print(f"  {path.name}: {n} sequences in {seconds:.1f} s ({rate:.0f} sequences/hour){note}", flush=True)
     total = write_manifest(out)
+    if lost:
+        print(f"{len(lost)} shards not made ({', '.join(lost)}): run the same command again", flush=True)
     print(f"manifest: {total} sequences", flush=True)
     return total
 
@@ -109,9 +127,13 @@ def main():
     parser.add_argument("--train", type=int, default=300)
     parser.add_argument("--heldout", type=int, default=50)
     parser.add_argument("--shard-size", type=int, default=25)
-    parser.add_argument("--workers", type=int, default=2)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=2, help="local processes, one core each (default 2)")
+    where.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                       help="shards as Ray tasks: on this machine, or 'auto' or an address to join a cluster")
     a = parser.parse_args()
-    generate(a.out, a.category, {"train": a.train, "heldout": a.heldout}, a.shard_size, a.workers)
+    executor = Executor(ray=a.ray) if a.ray is not None else Executor(workers=a.workers)
+    generate(a.out, a.category, {"train": a.train, "heldout": a.heldout}, a.shard_size, executor)
 
 
 if __name__ == "__main__":

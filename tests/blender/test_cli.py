@@ -86,6 +86,49 @@ def test_a_folder_runs_as_a_batch_and_one_bad_file_never_stops_it(tmp_path, caps
     assert "2 of 3 simulated" in printed and "b.obj: ValueError: the file has 0 meshes" in printed
 
 
+def batch_inputs(folder: Path) -> Path:
+    folder.mkdir()
+    for index in range(3):
+        write_box(folder / f"box{index}.obj", location=(0.0, 0.0, 1.0 + index))
+    (folder / "bad.obj").write_text("this is not a mesh\n")
+    return folder
+
+
+def test_local_workers_give_the_same_outputs_and_a_rerun_skips_what_is_written(tmp_path, capsys):
+    inputs = batch_inputs(tmp_path / "inputs")
+    common = ["--format", "glb", "--frames", "4", "--category", "rigid", "--velocity", "1", "0", "0"]
+    assert cli.main(["simulate", str(inputs), "--out", str(tmp_path / "serial"), *common]) == 1
+    assert cli.main(["simulate", str(inputs), "--out", str(tmp_path / "two"), "--workers", "2", *common]) == 1
+    printed = capsys.readouterr().out
+    assert "4 files on 2 local processes" in printed and printed.count("3 of 4 simulated") == 2
+    assert "bad.obj: ValueError: the file has 0 meshes" in printed
+    names = ["box0.glb", "box1.glb", "box2.glb"]
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == names  # nothing half-written left beside
+    for name in names:
+        assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+    stamp = (tmp_path / "two" / "box0.glb").stat().st_mtime_ns
+    assert cli.main(["simulate", str(inputs), "--out", str(tmp_path / "two"), "--workers", "2", *common]) == 1
+    assert (tmp_path / "two" / "box0.glb").stat().st_mtime_ns == stamp
+    printed = capsys.readouterr().out
+    assert "3 of 4 outputs already written, skipped" in printed and "0 of 1 simulated" in printed
+    (inputs / "bad.obj").unlink()
+    assert cli.main(["simulate", str(inputs), "--out", str(tmp_path / "two"), "--overwrite", *common]) == 0
+    assert (tmp_path / "two" / "box0.glb").stat().st_mtime_ns != stamp
+    assert "3 of 3 simulated" in capsys.readouterr().out
+
+
+def test_a_batch_runs_on_ray_and_reports_the_bad_file(tmp_path, capsys):
+    pytest.importorskip("ray")
+    inputs = batch_inputs(tmp_path / "inputs")
+    common = ["--format", "abc", "--frames", "4", "--category", "rigid"]
+    assert cli.main(["simulate", str(inputs), "--out", str(tmp_path / "ray"), "--ray", *common]) == 1
+    printed = capsys.readouterr().out
+    assert "4 files on Ray on this machine" in printed and "3 of 4 simulated" in printed
+    assert "bad.obj: ValueError: the file has 0 meshes" in printed
+    assert sorted(p.name for p in (tmp_path / "ray").iterdir()) == ["box0.abc", "box1.abc", "box2.abc"]
+
+
 def test_bad_arguments_exit_with_a_message(tmp_path):
     write_box(tmp_path / "box.obj")
     with pytest.raises(SystemExit, match="cannot write .fbx"):
@@ -94,6 +137,10 @@ def test_bad_arguments_exit_with_a_message(tmp_path):
         cli.main(["simulate", str(tmp_path / "gone.obj"), "--out", str(tmp_path / "x.glb")])
     with pytest.raises(SystemExit, match="needs a folder"):
         cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "x.glb")])
+    with pytest.raises(SystemExit, match="--workers must be at least 1"):
+        cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "out"), "--workers", "0"])
+    with pytest.raises(SystemExit):  # argparse: not allowed with --ray
+        cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "out"), "--workers", "2", "--ray"])
 
 
 def test_python_dash_m_runs_the_command_line():

@@ -8,6 +8,7 @@ import pytest
 from training.corpus.articulated import sample_articulated
 from training.corpus.sequence import Sequence
 from training.corpus.shards import read_shard, write_shard
+from neurok_blender.executors import Executor
 from training.generate import generate
 
 
@@ -52,7 +53,7 @@ def test_sequences_record_what_the_model_needs():
 
 
 def test_generation_is_parallel_resumable_and_split_by_shape(tmp_path):
-    assert generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=4, workers=2) == 16
+    assert generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=4, executor=Executor(workers=2)) == 16
     rows = [json.loads(line) for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
     train = {r["shape"] for r in rows if r["split"] == "train"}
     heldout = {r["shape"] for r in rows if r["split"] == "heldout"}
@@ -62,11 +63,22 @@ def test_generation_is_parallel_resumable_and_split_by_shape(tmp_path):
     before = read_shard(second)
     second.unlink()  # an interrupted run lacks this shard; the same command completes it, identically
     stamp = (tmp_path / "articulated-train-00000.npz").stat().st_mtime_ns
-    assert generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=4, workers=2) == 16
+    assert generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=4, executor=Executor(workers=2)) == 16
     assert (tmp_path / "articulated-train-00000.npz").stat().st_mtime_ns == stamp
     assert all(np.array_equal(a.positions, b.positions) for a, b in zip(before, read_shard(second)))
     with pytest.raises(ValueError, match="use a new folder"):  # another layout must not mix with this one
-        generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=3, workers=1)
+        generate(tmp_path, "articulated", {"train": 12, "heldout": 4}, size=3)
+
+
+def test_ray_makes_the_same_shards(tmp_path):
+    """A shard depends on its seeds only, whatever runs it: Ray tasks against local processes."""
+    pytest.importorskip("ray")
+    for folder, executor in (("pool", Executor(workers=2)), ("ray", Executor(ray="local"))):
+        assert generate(tmp_path / folder, "articulated", {"train": 4}, size=2, executor=executor) == 4
+    for index in range(2):
+        name = f"articulated-train-{index:05d}.npz"
+        pool, ray = read_shard(tmp_path / "pool" / name), read_shard(tmp_path / "ray" / name)
+        assert all(np.array_equal(a.positions, b.positions) for a, b in zip(pool, ray, strict=True))
 
 
 def test_a_failing_seed_is_recorded_and_the_rest_is_kept(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Pool workers end with their parent (training.parent_watch)."""
+"""Pool workers end with their parent (training.parent_watch, neurok_blender.executors)."""
 
 import os
 import signal
@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from training.parent_watch import PARENT_CHECK
+from neurok_blender.executors import PARENT_CHECK
 
 
 @pytest.mark.parametrize("pool", [
     "from training.parent_watch import spawned_pool\n"  # calibration, benchmarks and training batches
     "pool = spawned_pool(2, str, 'weights')\n"
     "futures = [pool.submit(time.sleep, 120) for _ in range(2)]\n",
-    "from training.generate import worker_pool\n"  # corpus generation
-    "pool = worker_pool(2)\n"
-    "futures = [pool.apply_async(time.sleep, (120,)) for _ in range(2)]\n"], ids=["replays", "corpus"])
+    "import threading\n"  # corpus shards and batch files
+    "from neurok_blender.executors import Executor, run_all\n"
+    "tasks = lambda: list(run_all(time.sleep, [120, 120], Executor(workers=2)))\n"
+    "threading.Thread(target=tasks, daemon=True).start()\n"], ids=["replays", "tasks"])
 def test_pool_workers_exit_when_their_parent_is_killed(pool):
     """A killed calibration, benchmark or corpus run must not leave its workers simulating (they had
     gone on for minutes): each worker watches its parent."""
