@@ -2,7 +2,8 @@
 
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
                                         [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
-                                        [--kl-warmup STEPS] [--draw-workers N]
+                                        [--kl-warmup STEPS] [--draw-workers N] [--config JSON]
+    torchrun --nproc-per-node N -m training.train CORPUS OUT ...     (data-parallel on N GPUs)
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
@@ -12,9 +13,15 @@ the prior (held-out KL 0.06-7 nats over 3,000 steps, held-out vertex error 5.3 %
 step 2,975 against 5.9 % at step 25; the shipped run, weight 0.01 on the previous corpus, had 3.8 %
 at step 3,000), where the same weight reached by fine-tuning trained weights kept 3.5 nats and
 2.8 %. Resumable: OUT/checkpoint.pt (model, optimizer, step) is rewritten every --save-every steps
-and the same command continues from it; every batch and the posterior's noise are drawn from
-generators seeded by (seed, step), so a resumed run repeats an uninterrupted one exactly.
+and the same command continues from it; example i of step s and its posterior noise are drawn from
+generators seeded by (seed, step, i), so a resumed run repeats an uninterrupted one exactly.
 OUT/log.jsonl gets the losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
+
+Launched by ``torchrun`` (torch's own launcher), N processes train data-parallel
+(DistributedDataParallel: NCCL on GPUs, one each, gloo on the CPU): each computes 1/N of every
+--batch (the same examples and noise as one process would, whatever N) and their gradients are
+averaged, so the steps, the schedule and the checkpoint are those of one process, and a checkpoint
+resumes under any number of processes. Process 0 logs, checks the held-out set and saves.
 
 Drawing a batch (sampling, augmenting and skinning each example) is Python on one CPU core, about
 14 ms an example, while a step of the network on an H200 takes 35-41 ms at any batch from 16 to 256:
@@ -26,8 +33,10 @@ batches in N processes while the network steps (the same batches: each is seeded
 import argparse
 import collections
 import contextlib
+import dataclasses
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -75,10 +84,12 @@ def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
             "targets": f["targets"], "skin": Skinning(t["skin_index"], t["skin_weight"].float())}
 
 
-def losses(model: NeuROKModel, t: dict, sample: bool = True, kl_weight: float = KL_WEIGHT) -> dict:
+def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_weight: float = KL_WEIGHT) -> dict:
+    """The loss terms of a batch; ``noise`` (standard normal, the latent's shape) samples the posterior,
+    None takes its mean."""
     prior_mean, tokens = model.prior(t["features"])
     mean, log_variance = model.posterior(t["features"], t["deformation"])
-    z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_variance) if sample else mean
+    z = mean + noise * torch.exp(0.5 * log_variance) if noise is not None else mean
     decoded = model.deform(z, tokens, t["query_features"], t["queries"], t["evaluation"], t["skin"])
     error = decoded - t["targets"]
     reconstruction = (error ** 2).sum(-1).mean() / UNIT**2
@@ -88,23 +99,48 @@ def losses(model: NeuROKModel, t: dict, sample: bool = True, kl_weight: float = 
             "vertex_error": error.norm(dim=-1).mean()}
 
 
-def draw_batch(items, seed: int, step: int, size: int, config: ModelConfig, augment: bool = True) -> dict:
-    rng = np.random.default_rng([seed, step])
-    return collate([make_example(items[int(rng.integers(len(items)))], rng, config, augment) for _ in range(size)])
+class TrainingLoss(torch.nn.Module):
+    """The model's loss as a module whose forward DistributedDataParallel wraps (DDP synchronises the
+    gradients of what runs inside a forward)."""
+
+    def __init__(self, model: NeuROKModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, t: dict, noise: torch.Tensor | None, kl_weight: float) -> dict:
+        return losses(self.model, t, noise, kl_weight)
 
 
-def batches(corpus: Path, items, seed: int, first: int, last: int, size: int, config: ModelConfig, workers: int):
-    """The training batches of steps ``first`` to ``last`` - 1 in order; with ``workers`` > 1 drawn by
-    that many processes (each reads the corpus once), 2 per process ahead of the step that needs them."""
+def draw_batch(items, seed: int, step: int, examples: range, config: ModelConfig, augment: bool = True) -> dict:
+    """Examples ``examples`` of step ``step``'s batch, example i from the generator (seed, step, i):
+    the same examples whichever process draws them."""
+    picked = []
+    for index in examples:
+        rng = np.random.default_rng([seed, step, index])
+        picked.append(make_example(items[int(rng.integers(len(items)))], rng, config, augment))
+    return collate(picked)
+
+
+def posterior_noise(seed: int, step: int, examples: range, shape: tuple[int, ...]) -> torch.Tensor:
+    """The standard normal noise sampling the posterior of examples ``examples`` of step ``step``,
+    example i's from the generator (seed, step, i, 1): the same on any device and process count."""
+    return torch.from_numpy(np.stack([np.random.default_rng([seed, step, index, 1]).standard_normal(shape)
+                                      for index in examples]).astype(np.float32))
+
+
+def batches(corpus: Path, items, seed: int, first: int, last: int, examples: range, config: ModelConfig, workers: int):
+    """This process's share (``examples``) of the training batches of steps ``first`` to ``last`` - 1
+    in order; with ``workers`` > 1 drawn by that many processes (each reads the corpus once), 2 per
+    process ahead of the step that needs them."""
     if workers == 1:
         for step in range(first, last):
-            yield draw_batch(items, seed, step, size, config)
+            yield draw_batch(items, seed, step, examples, config)
         return
     pool, ahead = spawned_pool(workers, _load_draw_worker, corpus), collections.deque()
     try:
         for step in range(first, last):
             while len(ahead) < 2 * workers and step + len(ahead) < last:
-                ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), size, config))
+                ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), examples, config))
             yield ahead.popleft().result()
     finally:  # a run stopped early (--hours) leaves nothing queued
         pool.shutdown(cancel_futures=True)
@@ -118,21 +154,51 @@ def _load_draw_worker(corpus: Path) -> None:
     _worker_items = load_corpus(corpus, "train")
 
 
-def _pooled_draw(seed: int, step: int, size: int, config: ModelConfig) -> dict:
-    return draw_batch(_worker_items, seed, step, size, config)
+def _pooled_draw(seed: int, step: int, examples: range, config: ModelConfig) -> dict:
+    return draw_batch(_worker_items, seed, step, examples, config)
+
+
+@dataclasses.dataclass(frozen=True)
+class Processes:
+    """This process's place among those ``torchrun`` started (RANK, WORLD_SIZE, LOCAL_RANK); alone
+    without it."""
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @classmethod
+    def from_environment(cls) -> "Processes":
+        return cls(*(int(os.environ.get(name, default)) for name, default in
+                     (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0))))
+
+    def share(self, batch: int) -> range:
+        """The examples of each batch this process computes."""
+        size = batch // self.world
+        return range(self.rank * size, (self.rank + 1) * size)
 
 
 def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
           until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0, draw_workers: int = 1) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
-    earlier, resumably; ``draw_workers`` processes draw the batches ahead. Returns the path of the model file."""
+    earlier, resumably; ``draw_workers`` processes draw the batches ahead. Under ``torchrun``, each of
+    its processes trains its share of every batch. Returns the path of the model file."""
     if kl_warmup < 0:
         raise ValueError(f"kl_warmup must be 0 (no warm-up) or a number of steps, got {kl_warmup}")
     if draw_workers < 1:
         raise ValueError(f"draw_workers must be at least 1 (drawing in this process), got {draw_workers}")
+    processes = Processes.from_environment()
+    if batch % processes.world:
+        raise ValueError(f"a batch of {batch} does not split evenly over {processes.world} processes")
+    lead, share = processes.rank == 0, processes.share(batch)
     out.mkdir(parents=True, exist_ok=True)
     device = resolve_device(device)
+    if processes.world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", processes.local_rank)
+            torch.cuda.set_device(device)
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
     torch.manual_seed(seed)
     model = NeuROKModel(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
@@ -147,27 +213,39 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         model.load_state_dict(payload["weights"])
         optimizer.load_state_dict(payload["optimizer"])
         step, elapsed = payload["step"], payload["about"]["seconds"]
-        print(f"resuming at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
+        if lead:
+            print(f"resuming at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
+    loss = TrainingLoss(model)
+    if processes.world > 1:  # the ranks' gradients averaged in backward; a static graph, since the
+        # self-attention blocks' context norms never take part, the same ones every step
+        loss = torch.nn.parallel.DistributedDataParallel(loss, device_ids=[device] if device.type == "cuda" else None,
+                                                         static_graph=True)
     items = load_corpus(corpus, "train")
-    heldout = load_corpus(corpus, "heldout")
-    validation = batch_tensors(model, draw_batch(heldout, seed + 1, 0, VALIDATION_EXAMPLES, config, augment=False), device)
-    print(f"{len(items)} training sequences, {len(heldout)} held out; {sum(p.numel() for p in model.parameters()):,} "
-          f"parameters on {device}", flush=True)
+    if lead:
+        heldout = load_corpus(corpus, "heldout")
+        validation = batch_tensors(model, draw_batch(heldout, seed + 1, 0, range(VALIDATION_EXAMPLES), config,
+                                                     augment=False), device)
+        placed = f"{processes.world} processes on {device.type}" if processes.world > 1 else str(device)
+        print(f"{len(items)} training sequences, {len(heldout)} held out; {sum(p.numel() for p in model.parameters()):,} "
+              f"parameters on {placed}", flush=True)
 
     def about():
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
-                "batch": batch, "seed": seed, "device": str(device), "kl_weight": kl_weight, "kl_warmup": kl_warmup}
+                "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
+                "kl_weight": kl_weight, "kl_warmup": kl_warmup}
 
     began, last = time.perf_counter() - elapsed, min(steps, until or steps)
-    drawn = batches(corpus, items, seed, step, last, batch, config, draw_workers)
-    with (out / "log.jsonl").open("a") as log, contextlib.closing(drawn):
-        while step < last and (hours is None or elapsed < hours * 3600):
+    drawn = batches(corpus, items, seed, step, last, share, config, draw_workers)
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context((out / "log.jsonl").open("a")) if lead else None
+        stack.enter_context(contextlib.closing(drawn))
+        while step < last and not out_of_time(elapsed, hours, processes, device):
             for group in optimizer.param_groups:  # cosine decay over the planned steps
                 group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
             model.train()
-            torch.manual_seed(seed * 1_000_003 + step)  # the posterior's noise, per step
             weight = kl_weight * min(1.0, (step + 1) / kl_warmup) if kl_warmup else kl_weight
-            values = losses(model, batch_tensors(model, next(drawn), device), kl_weight=weight)
+            noise = posterior_noise(seed, step, share, (config.tokens, config.channels)).to(device)
+            values = loss(batch_tensors(model, next(drawn), device), noise, weight)
             optimizer.zero_grad()
             values["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -175,22 +253,49 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             step += 1
             elapsed = time.perf_counter() - began
             if step % log_every == 0 or step == steps:
-                model.eval()
-                with torch.no_grad():
-                    held = losses(model, validation, sample=False, kl_weight=weight)
-                row = {"step": step, "seconds": round(elapsed, 1), "kl_weight": weight,
-                       **{k: v.item() for k, v in values.items()},
-                       "heldout_vertex_error": float(held["vertex_error"]), "heldout_kl": float(held["kl"])}
-                log.write(json.dumps(row) + "\n")
-                log.flush()
-                print(f"step {step}: loss {row['loss']:.3f} (reconstruction {row['reconstruction']:.3f}, kl "
-                      f"{row['kl']:.1f}); held-out vertex error {row['heldout_vertex_error']:.4f} of the diagonal "
-                      f"[{elapsed / 60:.1f} min]", flush=True)
-            if step % save_every == 0:
+                values = batch_means(values, processes)
+                if lead:
+                    model.eval()
+                    with torch.no_grad():
+                        held = losses(model, validation, kl_weight=weight)
+                    write_log_row(log, step, elapsed, weight, values, held)
+            if lead and step % save_every == 0:
                 save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
-    save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
-    save_checkpoint(out / "neurok.pt", model, about())
+    if lead:
+        save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
+        save_checkpoint(out / "neurok.pt", model, about())
+    if processes.world > 1:
+        torch.distributed.destroy_process_group()
     return out / "neurok.pt"
+
+
+def out_of_time(elapsed: float, hours: float | None, processes: Processes, device) -> bool:
+    """Past ``hours`` of training, by process 0's clock, which every process follows."""
+    if hours is None:
+        return False
+    over = torch.tensor([elapsed >= hours * 3600], dtype=torch.int32, device=device)
+    if processes.world > 1:
+        torch.distributed.broadcast(over, 0)
+    return bool(over.item())
+
+
+def batch_means(values: dict, processes: Processes) -> dict:
+    """The loss terms of the whole batch: the mean of the processes' means (equal shares)."""
+    stacked = torch.stack([v.detach().float() for v in values.values()])
+    if processes.world > 1:
+        torch.distributed.all_reduce(stacked)
+        stacked /= processes.world
+    return dict(zip(values, stacked.tolist()))
+
+
+def write_log_row(log, step: int, elapsed: float, weight: float, values: dict, held: dict) -> None:
+    row = {"step": step, "seconds": round(elapsed, 1), "kl_weight": weight, **values,
+           "heldout_vertex_error": float(held["vertex_error"]), "heldout_kl": float(held["kl"])}
+    log.write(json.dumps(row) + "\n")
+    log.flush()
+    print(f"step {step}: loss {row['loss']:.3f} (reconstruction {row['reconstruction']:.3f}, kl "
+          f"{row['kl']:.1f}); held-out vertex error {row['heldout_vertex_error']:.4f} of the diagonal "
+          f"[{elapsed / 60:.1f} min]", flush=True)
 
 
 def main():
@@ -210,8 +315,15 @@ def main():
     parser.add_argument("--kl-warmup", type=int, default=0, help="ramp the KL weight from 0 over this many steps")
     parser.add_argument("--draw-workers", type=int, default=1,
                         help="processes drawing the coming batches (1: in this one, between steps)")
+    parser.add_argument("--config", type=json.loads, default={},
+                        help='model config fields as JSON, e.g. \'{"width": 256, "tokens": 64}\' (default: the shipped model\'s)')
+    parser.add_argument("--log-every", type=int, default=25, help="steps between log rows and held-out checks")
     a = parser.parse_args()
-    train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, ModelConfig(dual_quaternion=not a.displacement),
+    unknown = set(a.config) - {f.name for f in dataclasses.fields(ModelConfig)}
+    if unknown:
+        parser.error(f"--config: no model config field {', '.join(sorted(unknown))}")
+    config = ModelConfig(**{"dual_quaternion": not a.displacement, **a.config})
+    train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, config, log_every=a.log_every,
           hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup, draw_workers=a.draw_workers)
 
 

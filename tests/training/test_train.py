@@ -1,6 +1,10 @@
 """The training script: it learns, logs, checkpoints, and a resumed run repeats an uninterrupted one."""
 
+import dataclasses
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,3 +70,32 @@ def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["kl_weight"] for r in rows] == [0.5, 1.0, 1.5, 2.0]
     assert all(abs(r["loss"] - r["reconstruction"] - r["kl_weight"] * r["kl"]) < 1e-3 * r["loss"] for r in rows)
+
+
+def test_torchrun_trains_data_parallel_like_one_process_and_its_checkpoint_resumes_alone(tmp_path, monkeypatch):
+    """Two processes under torchrun (gloo on the CPU) train the same batches as one: the same logged
+    losses, steps and schedule; a checkpoint they leave resumes in one process."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(3)], (0, 3), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    alone = train(corpus, tmp_path / "alone", steps=4, batch=4, seed=0, device="cpu", config=TINY, log_every=1)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               "-m", "training.train", str(corpus), str(tmp_path / "two"), "--steps", "4", "--batch", "4",
+               "--device", "cpu", "--log-every", "1", "--until", "2",
+               "--config", json.dumps({k: v for k, v in dataclasses.asdict(TINY).items() if k != "dual_quaternion"})]
+    run = subprocess.run(command, cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "2 processes on cpu" in run.stdout
+    resumed = train(corpus, tmp_path / "two", steps=4, batch=4, seed=0, device="cpu", config=TINY, log_every=1)
+    rows = {name: [json.loads(line) for line in (tmp_path / name / "log.jsonl").read_text().splitlines()]
+            for name in ("alone", "two")}
+    assert [r["step"] for r in rows["two"]] == [1, 2, 3, 4]  # written once, by process 0, then by the resume
+    for a, b in zip(rows["alone"], rows["two"], strict=True):  # equal but for the order of float sums
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert a["heldout_vertex_error"] == pytest.approx(b["heldout_vertex_error"], rel=1e-5)
+    a, b = load_model(alone, "cpu").state_dict(), load_model(resumed, "cpu").state_dict()
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-5  # measured 2e-7
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(ValueError, match="does not split evenly"):
+        train(corpus, tmp_path / "odd", steps=4, batch=4, seed=0, device="cpu", config=TINY)
