@@ -20,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from types import ModuleType
 
 PARENT_CHECK = 1.0  # s between a worker's looks at whether its parent is still there
@@ -97,20 +98,48 @@ def _describe(error: BaseException) -> str:
 
 
 def _on_local_pool(task, items, workers: int, setup):
+    """A worker that dies (Blender crashing on a file) takes its pool down with every task still in
+    it. Those that had not started run again on a fresh pool; those that had (the culprit, and what
+    ran beside it) run again each alone, where a death names its culprit."""
     import multiprocessing
 
-    pool = ProcessPoolExecutor(min(workers, len(items)) or 1, multiprocessing.get_context("spawn"),
-                               _start_worker, (os.getpid(),))
-    try:
-        futures = {pool.submit(_attempt, task, setup, item): item for item in items}
-        for future in as_completed(futures):
-            try:
-                outcome = future.result()
-            except Exception as error:  # noqa: BLE001 (a worker killed or crashed: BrokenProcessPool)
-                outcome = Failed(f"its worker process died ({_describe(error)})")
-            yield futures[future], outcome
-    finally:
-        pool.shutdown(cancel_futures=True)
+    context = multiprocessing.get_context("spawn")
+    started = context.SimpleQueue()  # the workers note each task's index as it starts
+    pending, suspects = list(range(len(items))), []
+    while pending or suspects:
+        alone = not pending
+        batch = [suspects.pop()] if alone else pending
+        pending, broken = [], []
+        pool = ProcessPoolExecutor(1 if alone else min(workers, len(batch)), context, _start_worker,
+                                   (os.getpid(), started))
+        try:
+            futures = {pool.submit(_attempt_noted, task, setup, index, items[index]): index for index in batch}
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    broken.append(index)
+                    continue
+                yield items[index], outcome
+        finally:
+            pool.shutdown(cancel_futures=True)
+        ran = set()
+        while not started.empty():
+            ran.add(started.get())
+        for index in broken:
+            if alone:
+                yield items[index], Failed("its worker process died running it (a crash, or killed)")
+            else:
+                (suspects if index in ran else pending).append(index)
+
+
+def _attempt_noted(task, setup, index: int, item):
+    _started.put(index)
+    return _attempt(task, setup, item)
+
+
+_started = None  # a local worker's queue of the tasks it starts (``_start_worker``)
 
 
 def _on_ray(task, items, address: str, setup, modules):
@@ -138,10 +167,12 @@ def _on_ray(task, items, address: str, setup, modules):
             ray.shutdown()
 
 
-def _start_worker(parent: int) -> None:
+def _start_worker(parent: int, started) -> None:
     """A spawned worker starts with its parent's ``sys.path``: once the parent has imported bpy, that
     holds Blender's ``scripts/modules``, whose pure-Python ``bpy`` package would shadow the compiled
     module here ("No module named '_bpy'"); importing the real one adds its paths back."""
+    global _started
+    _started = started
     exit_with_parent(parent)
     sys.path[:] = [entry for entry in sys.path if not os.path.isfile(os.path.join(entry, "bpy", "__init__.py"))]
 
