@@ -3,8 +3,8 @@ what the bake then takes.
 
     .venv/bin/python -m benchmarks.bake_estimate
 
-Blender ico spheres (subdivisions 6 and 7: 40,962 and 163,842 vertices) and a UV sphere of about
-10k vertices, dropped from 1 m onto the ground, baked as shape keys through ``api.simulate_object``
+Blender ico spheres (subdivisions 7 and 8: 40,962 and 163,842 vertices) and UV spheres of about
+1k and 10k vertices, dropped from 1 m onto the ground, baked as shape keys through ``api.simulate_object``
 on one solver thread, each in a fresh process: the seconds from the call to the keys, and the peak
 resident memory above the scene's before the call (``ru_maxrss``). Sleep at rest is off, so a body
 that settles is still integrated, as the estimate assumes. Writes benchmarks/results/bake_estimate.{json,md}.
@@ -16,8 +16,9 @@ import sys
 
 from benchmarks import write_results
 
-CASES = [("uv", 10_000, 24, "rigid"), ("ico", 6, 24, "rigid"), ("ico", 7, 24, "rigid"), ("ico", 7, 96, "rigid"),
-         ("uv", 10_000, 120, "elastic"), ("ico", 6, 24, "elastic"), ("ico", 7, 24, "elastic")]
+CASES = [("uv", 1_000, 24, "rigid"), ("uv", 10_000, 24, "rigid"), ("ico", 7, 24, "rigid"), ("ico", 8, 24, "rigid"),
+         ("ico", 8, 96, "rigid"), ("uv", 1_000, 120, "elastic"), ("uv", 10_000, 120, "elastic"), ("ico", 7, 24, "elastic"),
+         ("ico", 8, 24, "elastic")]
 
 BAKE = """
 import json, resource, sys, time

@@ -124,7 +124,7 @@ def plan(source: Path, out: Path, extension: str) -> list[tuple[Path, Path]]:
 
 def simulate_job(job: tuple[Path, Path], args, verbose: bool) -> tuple[str, float]:
     """Simulate one (input, output) pair in this process; (summary, seconds). ``verbose`` prints the
-    frames as they go (one file at a time; workers only report when done)."""
+    frames as they go (one file at a time; workers print only a large bake's estimate)."""
     began = time.perf_counter()
     source, target = job
     if verbose:
@@ -132,7 +132,7 @@ def simulate_job(job: tuple[Path, Path], args, verbose: bool) -> tuple[str, floa
     return simulate_file(source, target, args, verbose), time.perf_counter() - began
 
 
-def simulate_file(source: Path, target: Path, args, verbose: bool = True) -> str:
+def simulate_file(source: Path, target: Path, args, verbose: bool) -> str:
     import bpy
 
     from . import api
@@ -153,7 +153,7 @@ def simulate_file(source: Path, target: Path, args, verbose: bool = True) -> str
     if args.threads is not None:
         options = dataclasses.replace(options, threads=args.threads)
     summary = api.simulate_object(obj, progress=progress if total > 0 and verbose else None, options=options,
-                                  announce=(lambda text: print(f"    {text}", flush=True)) if verbose else None)
+                                  announce=lambda text: print(f"    {source.name}: {text}", flush=True))
     write(obj, target)
     return summary
 

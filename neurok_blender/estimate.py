@@ -9,12 +9,14 @@ LARGE_BYTES = 2 * 2**30
 @dataclass(frozen=True)
 class BakeEstimate:
     """Roughly what a bake of V vertices over F frames costs on one CPU thread, fitted to bakes of
-    ico spheres of 41k and 164k vertices (docs/performance.md):
+    spheres of 1k-164k vertices landing on the ground (benchmarks/bake_estimate.py, docs/performance.md):
 
-        seconds = 2 + F (0.15 + 2.5e-6 V)  [+ 1.5e-4 V to build a learned body]
-        bytes   = 6e3 V + 12 F V            (sampling the body, then the frames in float32)
+        seconds = 2.4 + F (0.014 + 8e-7 V)  [+ 1.3 + F (0.18 + 7e-7 V) for a learned body]
+        bytes   = 250 MB [560 MB learned] + 3.5e3 V + 12 F V   (torch and the model, sampling the
+                                                                body, the frames in float32)
 
-    A body whose damping or pull needs many more steps a frame takes longer."""
+    A body whose damping or pull needs many more steps a frame takes longer; one that comes to rest
+    and sleeps, far less."""
 
     seconds: float
     bytes: int
@@ -22,8 +24,12 @@ class BakeEstimate:
 
     @classmethod
     def of(cls, vertices: int, frames: int, learned: bool) -> "BakeEstimate":
-        seconds = 2.0 + frames * (0.15 + 2.5e-6 * vertices) + (1.5e-4 * vertices if learned else 0.0)
-        return cls(seconds, int(6e3 * vertices + 12 * frames * vertices), _available_memory())
+        seconds = 2.4 + frames * (0.014 + 8e-7 * vertices)
+        base = 250 * 2**20
+        if learned:
+            seconds += 1.3 + frames * (0.18 + 7e-7 * vertices)
+            base = 560 * 2**20
+        return cls(seconds, int(base + 3.5e3 * vertices + 12 * frames * vertices), _available_memory())
 
     @property
     def large(self) -> bool:
