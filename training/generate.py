@@ -44,12 +44,12 @@ def pin_to_one_core():
     core, kept while the process lives): Blender's cloth repeats to ~1e-5 m only single-threaded,
     and the workers stop competing for the same core. With more workers than cores, cores are shared."""
     cores = sorted(os.sched_getaffinity(0))
-    for core in cores:
-        lock = open(Path(tempfile.gettempdir()) / f"neurok-core-{core}.lock", "w")  # noqa: SIM115 (held for life)
+    for core in cores:  # read-only: another user's lock file locks as well
+        lock = os.open(Path(tempfile.gettempdir()) / f"neurok-core-{core}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            lock.close()
+            os.close(lock)
             continue
         _held_core.append(lock)
         os.sched_setaffinity(0, {core})
@@ -57,7 +57,7 @@ def pin_to_one_core():
     os.sched_setaffinity(0, {cores[os.getpid() % len(cores)]})
 
 
-_held_core = []  # the lock file of the core this process holds
+_held_core = []  # the descriptor of the lock file of the core this process holds, open for life
 
 
 def make_shard(job) -> tuple[Path, int, int, float]:
