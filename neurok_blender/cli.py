@@ -90,7 +90,9 @@ def main(argv=None) -> int:
             failed.append((source, outcome.error))
             print(f"[{done}/{len(jobs)}] {source.name} failed: {outcome.error}", flush=True)
         else:
-            summary, seconds = outcome
+            summary, seconds, told = outcome
+            for text in told if not executor.in_process else ():  # in this process, printed as they came
+                print(f"    {source.name}: {text}", flush=True)
             print(f"[{done}/{len(jobs)}] {source.name} -> {target}: {summary} ({seconds:.1f} s in all)", flush=True)
     print(f"NeuROK: {len(jobs) - len(failed)} of {len(jobs)} simulated", flush=True)
     for source, reason in sorted(failed):
@@ -122,17 +124,20 @@ def plan(source: Path, out: Path, extension: str) -> list[tuple[Path, Path]]:
     return [(source, out)]
 
 
-def simulate_job(job: tuple[Path, Path], args, verbose: bool) -> tuple[str, float]:
-    """Simulate one (input, output) pair in this process; (summary, seconds). ``verbose`` prints the
-    frames as they go (one file at a time; workers print only a large bake's estimate)."""
+def simulate_job(job: tuple[Path, Path], args, verbose: bool) -> tuple[str, float, list[str]]:
+    """Simulate one (input, output) pair in this process; (summary, seconds, what it told: a large
+    bake's estimate). ``verbose`` prints as it goes (one file at a time); a worker's outcome carries
+    it to the caller instead, as Ray does not show its workers' output."""
     began = time.perf_counter()
     source, target = job
     if verbose:
         print(f"{source.name} -> {target}", flush=True)
-    return simulate_file(source, target, args, verbose), time.perf_counter() - began
+    told = []
+    summary = simulate_file(source, target, args, verbose, told.append)
+    return summary, time.perf_counter() - began, told
 
 
-def simulate_file(source: Path, target: Path, args, verbose: bool) -> str:
+def simulate_file(source: Path, target: Path, args, verbose: bool, tell) -> str:
     import bpy
 
     from . import api
@@ -152,8 +157,13 @@ def simulate_file(source: Path, target: Path, args, verbose: bool) -> str:
     options = solver_options()
     if args.threads is not None:
         options = dataclasses.replace(options, threads=args.threads)
+    def announce(text):
+        tell(text)
+        if verbose:
+            print(f"    {text}", flush=True)
+
     summary = api.simulate_object(obj, progress=progress if total > 0 and verbose else None, options=options,
-                                  announce=lambda text: print(f"    {source.name}: {text}", flush=True))
+                                  announce=announce)
     write(obj, target)
     return summary
 

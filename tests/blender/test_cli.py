@@ -118,6 +118,19 @@ def test_local_workers_give_the_same_outputs_and_a_rerun_skips_what_is_written(t
     assert "3 of 3 simulated" in capsys.readouterr().out
 
 
+def test_a_worker_carries_a_large_bakes_estimate_back_in_its_outcome(tmp_path, monkeypatch, capsys):
+    """Ray shows nothing its workers print: what a bake tells comes back with the file's outcome."""
+    from neurok_blender import estimate
+
+    monkeypatch.setattr(estimate, "LARGE_SECONDS", 1.0)
+    write_box(tmp_path / "box.obj")
+    job = (tmp_path / "box.obj", tmp_path / "box.glb")
+    args = cli.parser().parse_args(["simulate", str(job[0]), "--out", str(job[1]), "--frames", "3", "--category", "rigid"])
+    summary, seconds, told = cli.simulate_job(job, args, verbose=False)
+    assert len(told) == 1 and "a large bake of 'Box'" in told[0] and seconds > 0 and "baked 3 frames" in summary
+    assert "large bake" not in capsys.readouterr().out
+
+
 def test_a_batch_runs_on_ray_and_reports_the_bad_file(tmp_path, capsys):
     pytest.importorskip("ray")
     inputs = batch_inputs(tmp_path / "inputs")
