@@ -1,5 +1,6 @@
-"""Live mode through real bpy: the session behind the viewport's Live button (the modal operator only
-turns mouse and keys into these calls; a background Blender has no window to send them)."""
+"""Live mode through real bpy: the session behind the viewport's Live button, and the modal operator
+that turns mouse and keys into its calls, fed events directly (a background Blender has no window
+to send them: what stays unchecked is Blender's own dispatch of them)."""
 
 import bpy
 import numpy as np
@@ -135,3 +136,74 @@ def test_the_mouse_grabs_only_over_the_viewport_not_over_its_sidebar():
     operator = SimpleNamespace(_area=SimpleNamespace(regions=[region("WINDOW", 0, 1000), region("UI", 800, 200)]))
     for x in (900, 1200):  # over the sidebar, beside the view
         assert NEUROK_OT_live._ray(operator, SimpleNamespace(mouse_x=x, mouse_y=300)) is None
+
+
+class ModalDriver:
+    """The Live operator's ``modal`` fed with events, as Blender's event loop would, on a real session
+    and worker; the window's parts it touches (timer, status bar, the mouse's ray) stand in as plain
+    objects, since a background Blender has no window."""
+
+    def __init__(self, obj, ray=None):
+        from types import MethodType, SimpleNamespace
+
+        from neurok_blender.operators.live import NEUROK_OT_live
+
+        self.reports, self.status, self.timers = [], [], []
+        session = live.LiveSession(obj)
+        self.operator = SimpleNamespace(_session=session, _worker=live.LiveWorker(session), _timer="timer",
+                                        report=lambda kind, text: self.reports.append((kind.pop(), text)),
+                                        _ray=lambda event: ray)
+        for name in ("_end", "_status"):
+            setattr(self.operator, name, MethodType(getattr(NEUROK_OT_live, name), self.operator))
+        self.context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=self.timers.append),
+                                       workspace=SimpleNamespace(status_text_set=self.status.append), screen=None)
+        self.modal = MethodType(NEUROK_OT_live.modal, self.operator)
+        live.started(session)
+
+    def send(self, kind, value="PRESS"):
+        from types import SimpleNamespace
+
+        return self.modal(self.context, SimpleNamespace(type=kind, value=value))
+
+    def run_until(self, frames):
+        """Timer ticks until the session has shown ``frames`` frames."""
+        import time
+
+        deadline = time.monotonic() + 120
+        while self.operator._session.frames < frames and time.monotonic() < deadline:
+            assert self.send("TIMER", "NOTHING") == {"PASS_THROUGH"}
+            time.sleep(0.005)
+        assert self.operator._session.frames >= frames
+
+
+def test_the_modal_loop_shows_frames_restarts_on_r_and_esc_puts_everything_back():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    before, start = scene_snapshot(), shown(obj)
+    driver = ModalDriver(obj)
+    driver.run_until(4)
+    assert shown(obj)[:, 2].min() < start[:, 2].min() - 0.01  # falling, frame by frame
+    assert "NeuROK live: 'Box', frame" in driver.status[-1]
+    assert driver.send("R") == {"RUNNING_MODAL"}
+    assert driver.operator._session.frames == 1
+    np.testing.assert_allclose(shown(obj), start, atol=1e-6)
+    driver.run_until(3)
+    assert driver.send("ESC") == {"CANCELLED"}
+    assert scene_snapshot() == before and live.running() is None
+    assert driver.timers == ["timer"] and driver.status[-1] is None
+    assert driver.reports == [("INFO", "NeuROK: live run cancelled, the mesh is as it was")]
+
+
+def test_the_modal_loop_grabs_drags_releases_and_enter_bakes_what_was_shown():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    driver = ModalDriver(obj, ray=((0.2, 0.1, 10.0), (0.0, 0.0, -1.0)))  # the mouse over the box's top
+    assert driver.send("LEFTMOUSE") == {"RUNNING_MODAL"}
+    driver.operator._ray = lambda event: ((0.2, 0.1, 11.0), (0.0, 0.0, -1.0))  # the mouse one metre up
+    assert driver.send("MOUSEMOVE", "NOTHING") == {"RUNNING_MODAL"}
+    driver.run_until(10)
+    assert shown(obj)[:, 2].max() > 2.6  # held up towards the mouse, where a free box has fallen
+    assert driver.send("LEFTMOUSE", "RELEASE") == {"RUNNING_MODAL"}
+    assert driver.operator._session.grab is None
+    assert driver.send("RET") == {"FINISHED"}
+    frames = driver.operator._session.frames
+    kind, text = driver.reports[-1]
+    assert kind == "INFO" and f"baked the {frames} live frames" in text and live.running() is None
