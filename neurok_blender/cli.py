@@ -85,15 +85,18 @@ def main(argv=None) -> int:
     failed = []
     if len(jobs) > 1 and not executor.in_process:
         print(f"{len(jobs)} files on {executor}", flush=True)
-    for done, ((source, target), outcome) in enumerate(run_all(task, jobs, executor, modules=_package()), 1):
-        if isinstance(outcome, Failed):
-            failed.append((source, outcome.error))
-            print(f"[{done}/{len(jobs)}] {source.name} failed: {outcome.error}", flush=True)
-        else:
+    try:
+        for done, ((source, target), outcome) in enumerate(run_all(task, jobs, executor, modules=_package()), 1):
+            if isinstance(outcome, Failed):
+                failed.append((source, outcome.error))
+                print(f"[{done}/{len(jobs)}] {source.name} failed: {outcome.error}", flush=True)
+                continue
             summary, seconds, told = outcome
             for text in told if not executor.in_process else ():  # in this process, printed as they came
                 print(f"    {source.name}: {text}", flush=True)
             print(f"[{done}/{len(jobs)}] {source.name} -> {target}: {summary} ({seconds:.1f} s in all)", flush=True)
+    except RuntimeError as error:  # Ray missing or out of reach (a task's own errors are its outcome)
+        raise SystemExit(f"NeuROK: {error}") from None
     print(f"NeuROK: {len(jobs) - len(failed)} of {len(jobs)} simulated", flush=True)
     for source, reason in sorted(failed):
         print(f"  {source}: {reason}", flush=True)

@@ -14,6 +14,7 @@ the tasks (Ray's ``py_modules``).
 
 import dataclasses
 import os
+import socket
 import sys
 import threading
 import time
@@ -54,13 +55,15 @@ class Executor:
 
     def __str__(self) -> str:
         if self.ray is not None:
-            return "Ray on this machine" if self.ray == "local" else f"the Ray cluster at {self.ray}"
+            names = {"local": "Ray on this machine", "auto": "the Ray cluster running here"}
+            return names.get(self.ray, f"the Ray cluster at {self.ray}")
         return "this process" if self.workers == 1 else f"{self.workers} local processes"
 
 
 def run_all(task: Callable, items: Sequence, executor: Executor, setup: Callable[[], None] | None = None,
             modules: Iterable[ModuleType] = ()) -> Iterator[tuple[object, object]]:
-    """(item, outcome) for every item, in the order they finish: ``task(item)``'s value or ``Failed``.
+    """(item, outcome) for every item, in the order they finish: ``task(item)``'s value or ``Failed``;
+    RuntimeError, before any task, when Ray is wanted and missing or its cluster cannot be reached.
     ``setup()`` runs once in each process before its first task (in this one too, in-process).
     ``task`` is a module-level function or a partial of one, ``setup`` a module-level function: they
     travel to the workers by reference."""
@@ -149,8 +152,12 @@ def _on_ray(task, items, address: str, setup, modules):
         raise RuntimeError("running on Ray needs the ray package: pip install 'ray>=2.9'") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, runtime_env={"py_modules": modules} if modules else None,
-                 include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        _reachable(address)
+        try:
+            ray.init(address=address, runtime_env={"py_modules": modules} if modules else None,
+                     include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+        except ConnectionError as error:  # "auto" with no cluster running here
+            raise RuntimeError(f"no Ray cluster at {address}: {error}") from None
     try:
         remote = ray.remote(num_cpus=1)(_attempt)
         pending = {remote.remote(task, setup, item): item for item in items}
@@ -165,6 +172,18 @@ def _on_ray(task, items, address: str, setup, modules):
     finally:
         if started:
             ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """A host:port that answers, or RuntimeError at once (Ray itself retries a dead address for
+    minutes)."""
+    host, _, port = address.rpartition(":")
+    if address in ("local", "auto") or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as error:
+        raise RuntimeError(f"no Ray cluster answers at {address}: {error}") from None
 
 
 def _start_worker(parent: int, started) -> None:

@@ -1,5 +1,6 @@
 """Independent tasks in this process, in local workers or on Ray: the same outcomes, failures kept."""
 
+import importlib.util
 import math
 import os
 import sys
@@ -49,6 +50,9 @@ def test_bad_choices_and_a_missing_ray_are_named(monkeypatch):
         Executor(workers=0)
     with pytest.raises(ValueError, match="not both"):
         Executor(workers=2, ray="local")
+    if importlib.util.find_spec("ray") is not None:  # an address nothing answers at: said at once
+        with pytest.raises(RuntimeError, match="no Ray cluster answers at 127.0.0.1:1"):
+            list(run_all(math.sqrt, [1.0], Executor(ray="127.0.0.1:1")))
     monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
     with pytest.raises(RuntimeError, match="pip install"):
         list(run_all(math.sqrt, [1.0], Executor(ray="local")))

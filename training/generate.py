@@ -133,7 +133,10 @@ def main():
                        help="shards as Ray tasks: on this machine, or 'auto' or an address to join a cluster")
     a = parser.parse_args()
     executor = Executor(ray=a.ray) if a.ray is not None else Executor(workers=a.workers)
-    generate(a.out, a.category, {"train": a.train, "heldout": a.heldout}, a.shard_size, executor)
+    try:
+        generate(a.out, a.category, {"train": a.train, "heldout": a.heldout}, a.shard_size, executor)
+    except RuntimeError as error:  # Ray missing or out of reach
+        raise SystemExit(str(error)) from None
 
 
 if __name__ == "__main__":

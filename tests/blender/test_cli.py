@@ -156,6 +156,13 @@ def test_bad_arguments_exit_with_a_message(tmp_path):
         cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "out"), "--workers", "2", "--ray"])
 
 
+def test_ray_missing_is_a_message_not_a_traceback(tmp_path, monkeypatch):
+    write_box(tmp_path / "box.obj")
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
+    with pytest.raises(SystemExit, match="NeuROK: running on Ray needs the ray package: pip install"):
+        cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "out"), "--ray"])
+
+
 def test_python_dash_m_runs_the_command_line():
     run = subprocess.run([sys.executable, "-m", "neurok_blender", "simulate", "--help"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
