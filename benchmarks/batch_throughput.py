@@ -90,8 +90,8 @@ def main():
     a = parser.parse_args()
     if "serial" not in a.runs:
         parser.error("the serial run is the reference the others are checked against")
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = a.folder or Path(scratch)
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = a.folder or Path(temporary)
         make_assets(folder / "assets", a.assets)
         rows = [run(name, folder / "assets", folder / name, a.frames) for name in a.runs]
         reference = {p.name: p.read_bytes() for p in (folder / "serial").glob("*.glb")}

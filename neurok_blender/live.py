@@ -2,12 +2,11 @@
 
 The body and its settings are read as Simulate reads them (``SimulationJob.read``) and stepped by a
 ``core.LiveBody``, a frame per step (made on a ``LiveWorker`` thread from the viewport), each frame
-written straight into the mesh. Every frame shown is
-kept, so Bake writes exactly what the artist saw (shape keys or a point cache, as the object's
-Bake To says); Cancel puts the mesh back as it was. The operator (``operators/live.py``) only
-turns events into these calls, so scripts and tests drive a session the same way. While it runs the
-mesh shows the simulated base mesh alone (its own shape keys pinned to the reference key), in the
-object's transform as it was at the start.
+written straight into the mesh. Every frame shown is kept, so Bake writes exactly what the artist
+saw (shape keys or a point cache, as the object's Bake To says); Cancel puts the mesh back as it
+was. The operator (``operators/live.py``) only turns events into these calls, so scripts and tests
+drive a session the same way. While it runs the mesh shows the simulated base mesh alone (its own
+shape keys pinned to the reference key), in the object's transform as it was at the start.
 
 A grab holds a material point of the surface on a spring to the mouse: the point under the cursor
 when the button went down, followed wherever the body takes it, pulled towards the cursor's place
@@ -85,8 +84,8 @@ class LiveSession:
 
     def _local(self, world_metres: np.ndarray) -> np.ndarray:
         """Object space (scene units) of world positions in metres, for the object's transform at the start."""
-        inverse = self.to_local
-        return (world_metres / self.scale) @ inverse[:3, :3].T.astype(np.float32) + inverse[:3, 3].astype(np.float32)
+        return ((world_metres / self.scale) @ self.to_local[:3, :3].T.astype(np.float32)
+                + self.to_local[:3, 3].astype(np.float32))
 
     @property
     def frames(self) -> int:
