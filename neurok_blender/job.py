@@ -19,6 +19,7 @@ import numpy as np
 from . import output
 from .preferences import SolverOptions, solver_options
 from .estimate import BakeEstimate
+from .colliders import read_colliders
 from .handoff import HandOff, at_frame, read_hand_off
 from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, unit_scale
 
@@ -55,13 +56,15 @@ class SimulationJob:
             hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
+        colliders = read_colliders(obj, scene, start, end, scale)
         conditions = dataclasses.replace(
             conditions, velocity=tuple(np.add(conditions.velocity, hand_off.velocity * scale)),
-            angular_velocity=tuple(np.add(conditions.angular_velocity, hand_off.angular_velocity)))
+            angular_velocity=tuple(np.add(conditions.angular_velocity, hand_off.angular_velocity)), colliders=colliders)
         options = options or solver_options()
+        met = (f"colliders: {', '.join(c.name for c in colliders)}",) if colliders else ()
         return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
                    vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
-                   hand_off=hand_off, scale=scale, options=options, notes=hand_off.notes)
+                   hand_off=hand_off, scale=scale, options=options, notes=hand_off.notes + met)
 
     @property
     def frames(self) -> int:

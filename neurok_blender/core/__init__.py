@@ -7,7 +7,7 @@ add-on reads its choices from it when Blender starts, and torch loads with the f
 import importlib
 
 _PUBLIC = {
-    "CATEGORIES": "options", "Conditions": "options", "DEFORMABLE": "options", "Force": "options",
+    "CATEGORIES": "options", "Collider": "options", "Conditions": "options", "DEFORMABLE": "options", "Force": "options",
     "INTEGRATORS": "options", "METHODS": "options", "Pull": "options",
     "Environment": "dynamics", "LagrangianSystem": "dynamics",
     "KinematicMap": "kinematics", "RigidBodyMap": "rigid",

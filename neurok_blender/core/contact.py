@@ -1,4 +1,5 @@
-"""Penalty contact with a ground plane: spring, dashpot and regularized Coulomb friction.
+"""Penalty contact with planes (the ground, colliders' surfaces): spring, dashpot and regularized
+Coulomb friction.
 
 Each contact point i carries a share w_i of the body's mass (sum w_i = M). While a fraction phi of that
 mass touches, the body rests on those points, so each behaves as if it held the effective mass
@@ -7,6 +8,7 @@ damping ratio zeta whether it lands on a face or on one corner.
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -46,10 +48,42 @@ def _restitution(zeta: float) -> float:
     return math.exp(-zeta / w * math.log((zeta + w) / (zeta - w)))
 
 
-def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization, step, mobile_mass=None,
-                  fastest_rate=None):
-    """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C), split as
-    (conservative spring, dissipative dashpot + friction), each (B, C, 3).
+@dataclass
+class ContactPlanes:
+    """The surfaces the contact points meet, one plane per (point, surface) pair: ``slots`` surfaces
+    (the ground, the nearest collider) for each of the C contact points, pairs ordered slot by slot.
+    depth = offset - normal . x; the surface moves at ``velocity`` (obstacles.py)."""
+
+    normal: torch.Tensor  # (B, S C, 3) unit
+    offset: torch.Tensor  # (B, S C) m
+    velocity: torch.Tensor  # (B, S C, 3) m/s
+    friction: torch.Tensor  # (B, S C) Coulomb coefficient of the pair
+    slots: int
+
+    def depth(self, x):
+        """Penetration (B, S C) of the contact points x (B, C, 3) into each plane, 0 where clear."""
+        return torch.clamp(self.offset - (self.normal * x.repeat(1, self.slots, 1)).sum(-1), min=0.0)
+
+    def tangents(self):
+        """Two unit vectors (B, S C, 3, 2) spanning each plane."""
+        n = self.normal
+        helper = torch.where((n[..., :1].abs() < 0.9), torch.tensor([1.0, 0.0, 0.0], dtype=n.dtype),
+                             torch.tensor([0.0, 1.0, 0.0], dtype=n.dtype))
+        first = torch.linalg.cross(n, helper)
+        first = first / first.norm(dim=-1, keepdim=True)
+        return torch.stack([first, torch.linalg.cross(n, first)], -1)
+
+    @staticmethod
+    def concatenate(planes: list["ContactPlanes"]) -> "ContactPlanes":
+        return ContactPlanes(*(torch.cat([getattr(p, k) for p in planes], 1)
+                               for k in ("normal", "offset", "velocity", "friction")), sum(p.slots for p in planes))
+
+
+def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regularization, step, mobile_mass=None,
+                 fastest_rate=None):
+    """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C) against ``planes``,
+    summed over each point's planes and split as (conservative spring, dissipative dashpot + friction),
+    each (B, C, 3), and the normal force (B,) N pressing the body onto all of them together.
 
     ``mobile_mass`` (B, C), when given, bounds each point's own effective mass from below (a deforming
     body can move one point with little inertia, more so away from rest): the spring acts with at most
@@ -57,41 +91,49 @@ def ground_forces(x, v, share, height, stiffness, zeta, friction, regularization
     it. The part of the spring it takes away is returned with the non-conservative forces, so the
     energy bookkeeping books it as work done, not as a potential.
 
-    Normal: f_n = max(0, k_i d - c_i v_n) with depth d = height - z. Friction, regularized Coulomb:
-    f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2). The dashpot is capped at m_i |v_n| / h and friction at
-    m_i |v_t| / h, forces that stop the point within one step h, so explicit steps stay stable at any
-    setting (capped with the point's own share w_i instead, a body landing on a few of its points
-    loses only part of the speed Coulomb takes); the joint cap below keeps the steps stable.
+    Normal: f_n = max(0, k_i d - c_i v_n) with depth d = o - n . x and v_n = n . (v - u), u the
+    surface's velocity. Friction, regularized Coulomb: f_t = -mu f_n v_t / sqrt(|v_t|^2 + eps^2), v_t
+    the slip (v - u) - v_n n. The dashpot is capped at m_i |v_n| / h and friction at m_i |v_t| / h,
+    forces that stop the point within one step h, so explicit steps stay stable at any setting
+    (capped with the point's own share w_i instead, a body landing on a few of its points loses only
+    part of the speed Coulomb takes); the joint cap below keeps the steps stable.
 
-    ``fastest_rate(c, axes)``, when given, is the largest rate (1/s) of the damping M^-1 sum_i c_i
-    J_i^T P J_i that coefficients c (B, C) add along ``axes`` (P projects on them), and the touching
-    points are capped together with it: a body that lands on an edge or a corner turns about it, so
-    those points move with less inertia than the mass they carry, and their dampers, each stable
-    alone, together could stop it faster than a step. Dashpots and friction are each scaled so their damping
-    stops the body within a step at most, rate h <= 1.
+    ``fastest_rate(c, basis)``, when given, is the largest rate (1/s) of the damping M^-1 sum_p c_p
+    J_p^T B_p B_p^T J_p that coefficients c (B, S C) add along the directions ``basis`` (B, S C, 3, k),
+    and the touching points are capped together with it: a body that lands on an edge or a corner
+    turns about it, so those points move with less inertia than the mass they carry, and their
+    dampers, each stable alone, together could stop it faster than a step. Dashpots and friction are
+    each scaled so their damping stops the body within a step at most, rate h <= 1.
     """
-    depth = torch.clamp(height[:, None] - x[..., 2], min=0.0)
+    b, c, _ = x.shape
+    slots = planes.slots
+    depth = planes.depth(x)
     touching = (depth > 0).to(x.dtype)
-    touching_share = (share * touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
+    point_touching = touching.view(b, slots, c).amax(1)
+    touching_share = (share * point_touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
     effective_mass = share / touching_share.clamp(min=1e-300)
     acting_share = share  # the mass the spring acts with
     if mobile_mass is not None:
         effective_mass, acting_share = torch.minimum(effective_mass, mobile_mass), torch.minimum(share, mobile_mass)
+    share, effective_mass, acting_share = (a.repeat(1, slots) for a in (share, effective_mass, acting_share))
     step = math.inf if step is None else step
+    n = planes.normal
+    relative = v.repeat(1, slots, 1) - planes.velocity
+    v_n = (relative * n).sum(-1)
     spring_n = stiffness * share * depth
     dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
     if fastest_rate is not None:
-        dashpot = dashpot * within_a_step(fastest_rate(dashpot * touching, (2,)), step)
-    normal = torch.clamp(stiffness * acting_share * depth - dashpot * v[..., 2] * touching, min=0.0)
-    v_t = v * torch.tensor([1.0, 1.0, 0.0], dtype=v.dtype)
+        dashpot = dashpot * within_a_step(fastest_rate(dashpot * touching, n[..., None]), step)
+    normal = torch.clamp(stiffness * acting_share * depth - dashpot * v_n * touching, min=0.0)
+    v_t = relative - v_n[..., None] * n
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
-    coulomb = torch.minimum(friction[:, None] * normal / slip, effective_mass / step)
+    coulomb = torch.minimum(planes.friction * normal / slip, effective_mass / step)
     if fastest_rate is not None:
-        coulomb = coulomb * within_a_step(fastest_rate(coulomb, (0, 1)), step)
-    up = torch.tensor([0.0, 0.0, 1.0], dtype=x.dtype)
-    spring = spring_n[..., None] * up
-    resist = (normal - spring_n)[..., None] * up - coulomb[..., None] * v_t
-    return spring, resist
+        coulomb = coulomb * within_a_step(fastest_rate(coulomb, planes.tangents()), step)
+    spring = spring_n[..., None] * n
+    resist = (normal - spring_n)[..., None] * n - coulomb[..., None] * v_t
+    per_point = lambda f: f.view(b, slots, c, 3).sum(1)
+    return per_point(spring), per_point(resist), normal.sum(-1)
 
 
 def within_a_step(rate, step):

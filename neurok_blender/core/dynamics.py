@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .contact import damping_ratios, ground_forces, within_a_step
+from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
+from .obstacles import Obstacles, Planes
 from .rotation import right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
@@ -42,6 +43,7 @@ class Environment:
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
+    obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
     pin_points: torch.Tensor | None = None  # (B, N, 3) rest positions, each held at its place at t = 0
     pin_mass: torch.Tensor | None = None  # (B, N) mass share each pin holds, 0 = padding
     pin_stiffness: float = 1e5  # s^-2: per unit mass, like the ground's; a pin gives g / k under its share's weight
@@ -91,9 +93,12 @@ class LagrangianSystem:
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self._factored = None  # (M, its factor): see factor
         self.contact_damping = damping_ratios(self.per_body["restitution"])
+        self.obstacles = env.obstacles if self.n_contact else None
+        self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
+        self.planes = self._ground_planes()  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
-        if self.deforms and ((env.ground_height is not None and self.n_contact) or self.n_pin):
+        if self.deforms and (self.touchable or self.n_pin):
             # a contact point or pin the deformation moves with little inertia gets a spring of its own
             # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
             rest = self.map.rest_coordinates()
@@ -107,6 +112,40 @@ class LagrangianSystem:
         if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
                 and bool(kinematic_map.rigid_dofs[:3].all()) and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
+
+    def _ground_planes(self):
+        """The ground as one plane under every contact point, or None without a ground."""
+        if self.env.ground_height is None or not self.n_contact:
+            return None
+        b, c, dtype = self.contact_points.shape[0], self.n_contact, self.contact_points.dtype
+        return ContactPlanes(torch.tensor([0.0, 0.0, 1.0], dtype=dtype).expand(b, c, 3),
+                             self.env.ground_height[:, None].expand(b, c), torch.zeros(b, c, 3, dtype=dtype),
+                             self.per_body["friction"][:, None].expand(b, c), 1)
+
+    def _collider_contact(self, planes: Planes) -> ContactPlanes:
+        """obstacles.Planes as contact planes, each pair's friction sqrt(mu_body mu_collider)."""
+        dtype = self.contact_points.dtype
+        t = lambda a: torch.as_tensor(a, dtype=dtype)
+        friction = torch.sqrt(self.per_body["friction"][:, None] * t(planes.friction))
+        return ContactPlanes(t(planes.normal), t(planes.offset), t(planes.velocity), friction, 1)
+
+    def snapshot(self):
+        """What a step changes besides (q, q_dot): the map's state and the colliders' planes (``restore``)."""
+        return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy()
+
+    def restore(self, snapshot) -> None:
+        state, planes = snapshot
+        self.map.restore(state)
+        if self.obstacles is not None:
+            self._collider_planes = planes
+            self.planes = self._combined_planes()
+
+    def _combined_planes(self):
+        ground = self._ground_planes()
+        if self._collider_planes is None:
+            return ground
+        colliders = self._collider_contact(self._collider_planes)
+        return colliders if ground is None else ContactPlanes.concatenate([ground, colliders])
 
     def set_loads(self, points, vectors, windows) -> None:
         """The point loads: rest positions (B, L, 3), vectors (B, L, 3) N and windows [t0, t1) (B, L, 2) s.
@@ -143,12 +182,13 @@ class LagrangianSystem:
         return 1.0 / (whitened * whitened).sum((1, 3)).clamp(min=1e-300)
 
     @staticmethod
-    def _fastest_rate(whitened, coefficients, axes):
-        """Largest eigenvalue of M^-1 D, D = sum_i c_i J_i^T P J_i over the contact points (P: ``axes``, consecutive),
-        as that of the symmetric L^-1 D L^-T, per body."""
-        b, n = whitened.shape[:2]
-        rows = whitened[..., axes[0]:axes[-1] + 1].reshape(b, n, -1)
-        weights = coefficients[..., None].expand(-1, -1, len(axes)).reshape(b, 1, -1)
+    def _fastest_rate(projected, coefficients):
+        """Largest eigenvalue of M^-1 D, D = sum_p c_p J_p^T B_p B_p^T J_p over the contact pairs, from
+        L^-1 J_p^T B_p (B, n, P, k) (``_whiten`` along each pair's directions B_p), as that of the
+        symmetric L^-1 D L^-T, per body."""
+        b, n, _, k = projected.shape
+        rows = projected.reshape(b, n, -1)
+        weights = coefficients[..., None].expand(-1, -1, k).reshape(b, 1, -1)
         damping = (rows * weights) @ rows.transpose(1, 2)
         finite = torch.isfinite(damping).all(-1).all(-1)  # a diverged state: NaN, for the rollout to catch
         rate = torch.linalg.eigvalsh(torch.where(finite[:, None, None], damping, 0.0))[:, -1]
@@ -176,12 +216,33 @@ class LagrangianSystem:
         return torch.where((info == 0)[:, None], solution, torch.nan)
 
     # -- forces -------------------------------------------------------------------------------
-    def set_interval(self, t0: float, t1: float):
-        """Enter the step [t0, t1]: loads switch by its midpoint, so windows on frame bounds are exact."""
+    def set_interval(self, t0: float, t1: float, q=None, q_dot=None, fresh: bool = False):
+        """Enter the step [t0, t1] from (q, q_dot): loads switch by its midpoint, so windows on frame
+        bounds are exact, and the contact points take their colliders' planes for the step
+        (obstacles.py; ``fresh``: as at a start, with no point past a surface). Returns the change (B,)
+        J of the contact springs' energy at q that the new planes make: work done on the body (a
+        collider moving into it), booked as such."""
         self.step = t1 - t0
         mid = 0.5 * (t0 + t1)
         on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
         self.active_loads = self.load_vectors * on[..., None]
+        jump = torch.zeros(self.contact_points.shape[0], dtype=self.contact_points.dtype)
+        if self.obstacles is None or q is None:
+            return jump
+        x, jac = self.map.jacobian(q, ACTING)
+        x, v = x[:, :self.n_contact], (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
+        before = self._contact_energy(x)
+        previous = None if fresh else self._collider_planes
+        self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous)
+        self.planes = self._combined_planes()
+        return self._contact_energy(x) - before
+
+    def _contact_energy(self, x):
+        """1/2 sum k w_i d_i^2 over every contact pair, J (B,)."""
+        if self.planes is None:
+            return torch.zeros(x.shape[0], dtype=x.dtype)
+        depth = self.planes.depth(x)
+        return 0.5 * (self.env.contact_stiffness * self.contact_mass.repeat(1, self.planes.slots) * depth**2).sum(-1)
 
     def forces(self, q, q_dot, s: State, rayleigh: bool = True):
         """Generalized forces split as (conservative, point loads, dissipative), each (B, n).
@@ -205,20 +266,20 @@ class LagrangianSystem:
         dissipative = -self.per_body["drag"][:, None] * (s.mass_matrix @ q_dot[..., None])[..., 0]
         if rayleigh:
             dissipative = dissipative - (self.damping_matrix(s.mass_matrix) @ q_dot[..., None])[..., 0]
-        if self.grounded and bool((s.x[:, :nc, 2] < self.env.ground_height[:, None]).any()):
+        if self.planes is not None and bool((self.planes.depth(s.x[:, :nc]) > 0).any()):
             self.touched = True
-            env = self.env  # in flight no contact force acts: the caps' solves are skipped with them
+            env, slots = self.env, self.planes.slots  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
             whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
             mobile = self._mobile_mass(whitened) if self.deforms else None
-            spring, resist = ground_forces(s.x[:, :nc], s.v[:, :nc], self.contact_mass,
-                                           env.ground_height, env.contact_stiffness, self.contact_damping,
-                                           self.per_body["friction"], env.friction_regularization, self.step, mobile,
-                                           lambda c, axes: self._fastest_rate(whitened, c, axes))
+            pairs = whitened.repeat(1, 1, slots, 1)  # (B, n, S C, 3): each pair's point
+            spring, resist, pressing = plane_forces(
+                s.x[:, :nc], s.v[:, :nc], self.contact_mass, self.planes, env.contact_stiffness, self.contact_damping,
+                env.friction_regularization, self.step, mobile,
+                lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c))
             conservative = conservative + _jt(jc, spring)
             dissipative = dissipative + _jt(jc, resist)
             if bool((self.per_body["rolling_lever"] > 0).any()):
-                pressing = (spring + resist)[..., 2].sum(-1)  # N, the ground's whole normal force on each body
                 dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing)
         return conservative, loads, dissipative
 
@@ -246,7 +307,7 @@ class LagrangianSystem:
         torque_map = torch.zeros(b, n, 3, dtype=q.dtype)  # J_omega^T: body torques to generalized forces
         torque_map[:, 3:6] = turn.transpose(1, 2)
         whitened = torch.linalg.solve_triangular(chol, torque_map, upper=False)[:, :, None]  # one "point", 3 axes
-        rate = self._fastest_rate(whitened, c[:, None], (0, 1, 2))
+        rate = self._fastest_rate(whitened, c[:, None])
         c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 
@@ -287,15 +348,23 @@ class LagrangianSystem:
         return bool((on & (self.load_vectors != 0).any(-1)).any())
 
     @property
-    def grounded(self) -> bool:
-        """Whether a ground acts on contact points (its springs may set the steps)."""
-        return self.env.ground_height is not None and self.n_contact > 0
+    def touchable(self) -> bool:
+        """Whether contact points can meet a surface, the ground or a collider (its springs may set the steps)."""
+        return self.n_contact > 0 and (self.env.ground_height is not None or self.obstacles is not None)
 
-    def clear_of_ground(self, q) -> bool:
-        """Whether every contact point of every body is above the ground at q."""
-        if not self.grounded:
+    def clear_of_contact(self, q, q_dot, t: float, span: float) -> bool:
+        """Whether every contact point of every body is above the ground at q, and none can reach a
+        collider within [t, t + span] at its speed."""
+        if not self.touchable:
             return True
-        return bool((self.map.embed(q, ACTING)[:, :self.n_contact, 2] >= self.env.ground_height[:, None]).all())
+        x, jac = self.map.jacobian(q, ACTING) if self.obstacles is not None else (self.map.embed(q, ACTING), None)
+        x = x[:, :self.n_contact]
+        if self.env.ground_height is not None and not bool((x[..., 2] >= self.env.ground_height[:, None]).all()):
+            return False
+        if self.obstacles is None:
+            return True
+        v = (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
+        return self.obstacles.clear(x.numpy(), v.numpy(), t, span)
 
     @property
     def damped(self) -> bool:
@@ -343,10 +412,9 @@ class LagrangianSystem:
         pot = self.map.potential(q)
         potential = pot if pot is not None else torch.zeros_like(kinetic)
         contact, pins = torch.zeros_like(kinetic), torch.zeros_like(kinetic)
-        acting = self.map.embed(q, ACTING) if self.grounded or npin else None
-        if self.grounded:
-            depth = torch.clamp(self.env.ground_height[:, None] - acting[:, :nc, 2], min=0.0)
-            contact = 0.5 * (self.env.contact_stiffness * self.contact_mass * depth**2).sum(-1)
+        acting = self.map.embed(q, ACTING) if self.planes is not None or npin else None
+        if self.planes is not None:
+            contact = self._contact_energy(acting[:, :nc])
         if npin:
             stretch = acting[:, nc:nc + npin] - self.pin_points
             pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
@@ -358,7 +426,7 @@ class LagrangianSystem:
         eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
-        omega2 = self.env.contact_stiffness if contact and self.grounded else 0.0
+        omega2 = self.env.contact_stiffness if contact and self.touchable else 0.0
         if self.n_pin:  # pins hold in flight too
             omega2 = max(omega2, self.env.pin_stiffness)
         decay = 0.0

@@ -110,6 +110,7 @@ class LiveBody:
                                   load_vectors=system.load_vectors, load_windows=system.load_windows,
                                   **material.ground_contact(float(kmap.gyration)))
         self._system = LagrangianSystem(kmap, env)
+        self._system.restore(system.snapshot())  # the colliders' planes carry on
         self.conditions, self.body.report.material = conditions, material
         self.run.use(self._system)
 

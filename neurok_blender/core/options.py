@@ -96,6 +96,51 @@ class Pull:
 
 
 @dataclass
+class Collider:
+    """An obstacle: a triangle mesh the body pushes against (``obstacles.py``), still or moving.
+
+    ``vertices`` is its world positions (V, 3) m, or (K, V, 3) at each frame 0..K-1 of the simulation
+    for an animated or deforming one (held at the last past K). Its surface sits ``thickness`` m out
+    of the triangles (Blender's Collision "Outer" thickness). A contact with it has the Coulomb
+    coefficient sqrt(mu_body mu_collider), so either side's setting counts and either at 0 makes it
+    frictionless.
+    """
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    friction: float = 0.5
+    thickness: float = 0.02
+    name: str = "collider"
+
+    def frames(self) -> np.ndarray:
+        """Its positions (K, V, 3) float64, one row per frame."""
+        positions = np.asarray(self.vertices, dtype=np.float64)
+        return positions[None] if positions.ndim == 2 else positions
+
+    @property
+    def closed(self) -> bool:
+        """Whether every edge joins exactly two triangles: then it has an inside (a closed solid)."""
+        faces = np.asarray(self.faces, dtype=np.int64)
+        edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+        _, counts = np.unique(edges, axis=0, return_counts=True)
+        return bool((counts == 2).all())
+
+    def check(self) -> None:
+        """Raise ValueError naming the first bad field."""
+        positions = self.frames()
+        faces = np.asarray(self.faces)
+        if positions.ndim != 3 or positions.shape[2] != 3 or positions.shape[0] == 0 or positions.shape[1] == 0 \
+                or not np.isfinite(positions).all():
+            raise ValueError(f"collider {self.name!r}: vertices must be a finite (V, 3) or (K, V, 3) array")
+        if faces.ndim != 2 or faces.shape[1] != 3 or len(faces) == 0 or not np.issubdtype(faces.dtype, np.integer):
+            raise ValueError(f"collider {self.name!r}: faces must be a non-empty (T, 3) integer array")
+        if faces.min() < 0 or faces.max() >= positions.shape[1]:
+            raise ValueError(f"collider {self.name!r}: faces must index its {positions.shape[1]} vertices")
+        _non_negative(f"collider {self.name!r} friction", self.friction)
+        _positive(f"collider {self.name!r} thickness", self.thickness)
+
+
+@dataclass
 class Conditions:
     """Frames are counted from 0 (the initial state, t = 0); frame k shows t = k / fps.
 
@@ -113,7 +158,8 @@ class Conditions:
     (``material.contact_restitution``). ``integrator="auto"`` runs RK4,
     or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
     ``pins`` are vertices held where they are at frame 0 for the whole run, each on a stiff spring
-    (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge.
+    (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge. ``colliders`` are obstacles
+    beside the ground (``Collider``).
     """
 
     frames: int = 48
@@ -125,6 +171,7 @@ class Conditions:
     forces: list[Force] = field(default_factory=list)
     pull: Pull | None = None
     pins: list[int] | None = None  # vertices held where they are at frame 0, the whole run
+    colliders: list[Collider] = field(default_factory=list)
     mass: float = 1.0
     friction: float = 0.5
     restitution: float | None = 0.3
@@ -169,6 +216,8 @@ class Conditions:
             force.check(vertex_count, f"forces[{i}]")
         if self.pull is not None:
             _check_pull(self.pull, vertex_count)
+        for collider in self.colliders:
+            collider.check()
         if self.pins is not None:
             idx = np.asarray(self.pins)
             if idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):

@@ -21,6 +21,7 @@ from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
 from .mesh import check_mesh, contact_samples
+from .obstacles import Obstacles
 from .options import Conditions
 from .rigid import RigidBodyMap
 from .trajectory import OUTPUT, rollout
@@ -201,4 +202,5 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         load_points=tensor(load_points, 3),
         load_vectors=tensor(load_vectors, 3),
         load_windows=tensor(load_windows, 2),
+        obstacles=Obstacles(conditions.colliders, conditions.fps) if conditions.colliders else None,
     )

@@ -154,6 +154,7 @@ class Run:
         self.balance = torch.zeros_like(self.work)
         self.energy = None
         system.map.attach(OUTPUT, output_points, output=True)
+        system.set_interval(0.0, 0.0, q0, q_dot0, fresh=True)  # the colliders' planes where it starts
         self.use(system, sized_at=q0)
         self.total0 = _stored(self.energy)
         self.scale = torch.maximum(_energy_scale(self.energy, self.work, self.dissipated), _energy_floor(system))
@@ -198,11 +199,11 @@ class Run:
                 frame_method = cheaper_method(*rates) if self.requested == AUTO else self.method
                 base = max(base, rate_substeps(*rates, fps, frame_method))
         flight = max(self.flight_substeps, latent_substeps(system, fps, q_dot))
-        flying = not self.relaxing and flight < base and system.clear_of_ground(q)
+        flying = not self.relaxing and flight < base and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         steps = flight if flying else base
-        snapshot = system.map.snapshot()
+        snapshot = system.snapshot()
         while True:
-            system.map.restore(snapshot)  # an attempt that failed may have recentered or flowed on the way
+            system.restore(snapshot)  # an attempt that failed may have recentered, flowed or met colliders on the way
             system.touched = False
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps, frame_method)
             if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
@@ -321,7 +322,8 @@ def _energy_floor(system: LagrangianSystem):
 def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt: float, steps: int, method: str):
     """One frame in ``steps`` equal steps, recentering the chart as it goes and, after each step,
     applying the impact law (``LagrangianSystem.restitute``, ``incoming`` its state) and letting the
-    map flow (its plastic return), both booked as dissipated: (q, q_dot, incoming, work, dissipated),
+    map flow (its plastic return), both booked as dissipated; the colliders' planes are taken at the
+    start of each step, their jump in contact energy booked as work: (q, q_dot, incoming, work, dissipated),
     or None if the state went non-finite (the caller redoes the frame with more steps: a stiff moment,
     a hard impact or the wall, needs them where the rest of the run does not)."""
     h = dt / steps
@@ -329,7 +331,7 @@ def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt
     drift = 0.0  # how far the coordinates have moved in their chart since the last recenter
     for sub in range(steps):
         t0 = start + sub * h
-        system.set_interval(t0, t0 + h)
+        work = work + system.set_interval(t0, t0 + h, q, q_dot)
         before = q_dot
         q, q_dot, dw, dd = advance(system, q, q_dot, t0, t0 + h, method)
         if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):

@@ -1,0 +1,174 @@
+"""Colliders as contact planes: where each contact point meets the nearest obstacle surface.
+
+The ground is one plane for every point. A triangle-mesh collider is a plane per point, chosen at the
+start of each step from the point's nearest surface feature and held through the step: the tangent
+plane there, pushed out by the collider's thickness tau, moving with the surface,
+
+    depth_i = o_i - n_i . x_i,    o_i = n_i . c_i + tau,    n_i = (x_i - c_i) / |x_i - c_i|
+
+with c_i the closest point on the triangles (the outward direction at an edge or corner, so a body
+slides round it). The same spring, dashpot and friction law then acts on every plane (contact.py).
+
+A point that has gone past the surface (depth above tau) keeps the plane it had, moved along with the
+collider, until it is back out: a fast body is pushed back the way it came, never through a thin
+plank. A point inside a closed collider with no such history (it started there) is pushed out through
+the nearest face only from within tau + reach of it; deeper, it is left alone, as Blender's Cloth does.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .options import Collider
+
+FAR = -1e30  # the offset of an inactive plane: no depth anywhere
+SLACK = 1e-3  # m: a point this much beyond its reach still gets its plane (the step's velocities change)
+
+
+@dataclass
+class Planes:
+    """One contact plane per (body, point): depth = offset - normal . x, moving at ``velocity``."""
+
+    normal: np.ndarray  # (B, C, 3) unit
+    offset: np.ndarray  # (B, C) m; FAR where inactive
+    velocity: np.ndarray  # (B, C, 3) m/s of the surface under the point
+    friction: np.ndarray  # (B, C) the collider's Coulomb coefficient
+    thickness: np.ndarray  # (B, C) m
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.offset > FAR / 2
+
+    def copy(self) -> "Planes":
+        return Planes(*(a.copy() for a in (self.normal, self.offset, self.velocity, self.friction, self.thickness)))
+
+
+class Obstacles:
+    """All colliders of a scene as one triangle soup, sampled at the simulation's frames (``fps``)."""
+
+    def __init__(self, colliders: list[Collider], fps: float):
+        soups, faces, friction, thickness, closed = [], [], [], [], []
+        offset, count = 0, max(len(collider.frames()) for collider in colliders)
+        for collider in colliders:
+            positions = collider.frames()
+            positions = np.concatenate([positions, np.repeat(positions[-1:], count - len(positions), 0)])
+            tris = np.asarray(collider.faces, dtype=np.int64)
+            a, b, c = (positions[0][tris[:, k]] for k in range(3))
+            keep = np.linalg.norm(np.cross(b - a, c - a), axis=1) > 1e-12  # degenerate triangles have no plane
+            soups.append(positions)
+            faces.append(tris[keep] + offset)
+            friction.append(np.full(keep.sum(), collider.friction))
+            thickness.append(np.full(keep.sum(), collider.thickness))
+            closed.append(np.full(keep.sum(), collider.closed))
+            offset += positions.shape[1]
+        self.positions = np.concatenate(soups, axis=1)  # (F, V, 3)
+        self.faces = np.concatenate(faces)
+        self.friction, self.thickness = np.concatenate(friction), np.concatenate(thickness)
+        self.closed = np.concatenate(closed)
+        self.fps = fps
+
+    def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Vertex positions (V, 3) at time t (linear between frames, held past the last) and velocities."""
+        last = len(self.positions) - 1
+        if last == 0:
+            return self.positions[0], np.zeros_like(self.positions[0])
+        f = min(max(t * self.fps, 0.0), float(last))
+        k = min(int(f), last - 1)
+        w = f - k
+        velocity = (self.positions[k + 1] - self.positions[k]) * self.fps if t * self.fps < last else \
+            np.zeros_like(self.positions[0])
+        return (1 - w) * self.positions[k] + w * self.positions[k + 1], velocity
+
+    def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None) -> Planes:
+        """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the surfaces taken at
+        its midpoint. A point gets one if it is within tau + reach of a surface, reach = 2 h (|v| + |u|)
+        + SLACK its own and the surface's travel, or if it has gone past the surface of ``previous``."""
+        b, c, _ = x.shape
+        positions, velocities = self.at(t + 0.5 * h)
+        tri = positions[self.faces]  # (T, 3, 3)
+        speed = np.abs(velocities).max() if len(velocities) else 0.0
+        reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + self.thickness.max()  # (B, C)
+        planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
+                        np.zeros((b, c)), np.zeros((b, c)))
+        points, radius = x.reshape(-1, 3), reach.reshape(-1)
+        low, high = tri.min(1), tri.max(1)
+        near = ((points[:, None] >= low[None] - radius[:, None, None]) &
+                (points[:, None] <= high[None] + radius[:, None, None])).all(-1)  # (N, T) bounding boxes
+        rows, cols = np.nonzero(near)
+        if len(rows):
+            closest, weights = closest_on_triangles(points[rows], *tri[cols].transpose(1, 0, 2))
+            gap = points[rows] - closest
+            distance = np.linalg.norm(gap, axis=-1)
+            best = np.full(len(points), np.inf)
+            np.minimum.at(best, rows, distance)
+            winner = np.full(len(points), -1)
+            winner[rows[distance <= best[rows]]] = np.flatnonzero(distance <= best[rows])  # a pair per point
+            has = winner >= 0
+            pair = winner[has]
+            face = cols[pair]
+            tau = self.thickness[face]
+            d = distance[pair]
+            face_normal = _unit(np.cross(tri[face, 1] - tri[face, 0], tri[face, 2] - tri[face, 0]))
+            outward = np.where(d[:, None] > 1e-9, gap[pair] / np.maximum(d, 1e-300)[:, None], face_normal)
+            inside = self.closed[face] & ((gap[pair] * face_normal).sum(-1) < 0)
+            normal = np.where(inside[:, None], face_normal, outward)
+            acting = d < radius[has]  # within tau + reach, from either side
+            where = np.flatnonzero(has)[acting]
+            bi, ci = np.unravel_index(where, (b, c))
+            n = normal[acting]
+            planes.normal[bi, ci] = n
+            planes.offset[bi, ci] = (n * closest[pair][acting]).sum(-1) + tau[acting]
+            planes.velocity[bi, ci] = np.einsum("pk,pki->pi", weights[pair][acting], velocities[self.faces[face[acting]]])
+            planes.friction[bi, ci] = self.friction[face[acting]]
+            planes.thickness[bi, ci] = tau[acting]
+        if previous is not None:  # past the surface: held on the plane it came through, moved with it
+            moved = previous.offset + h * (previous.normal * previous.velocity).sum(-1)
+            past = previous.active & (moved - (previous.normal * x).sum(-1) > previous.thickness)
+            for field in ("normal", "velocity", "friction", "thickness"):
+                getattr(planes, field)[past] = getattr(previous, field)[past]
+            planes.offset[past] = moved[past]
+        return planes
+
+    def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float) -> bool:
+        """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
+        return not self.planes(x, v, t, h, None).active.any()
+
+
+def closest_on_triangles(p, a, b, c):
+    """The closest points (N, 3) to p on triangles (a, b, c), each (N, 3), and their barycentric
+    weights (N, 3), by the Voronoi region of the triangle p projects into (vertex, edge or face)."""
+    ab, ac = b - a, c - a
+    dot = lambda u, w: (u * w).sum(-1)
+    ap, bp, cp = p - a, p - b, p - c
+    d1, d2, d3, d4, d5, d6 = dot(ab, ap), dot(ac, ap), dot(ab, bp), dot(ac, bp), dot(ab, cp), dot(ac, cp)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = va + vb + vc
+        weights = np.stack([va, vb, vc], -1) / total[:, None]  # the face's interior
+        regions = [  # later ones take precedence, vertices over edges over the face
+            ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), _edge(1, 2, (d4 - d3) / ((d4 - d3) + (d5 - d6)))),
+            ((vb <= 0) & (d2 >= 0) & (d6 <= 0), _edge(0, 2, d2 / (d2 - d6))),
+            ((vc <= 0) & (d1 >= 0) & (d3 <= 0), _edge(0, 1, d1 / (d1 - d3))),
+            ((d6 >= 0) & (d5 <= d6), _vertex(2, len(p))),
+            ((d3 >= 0) & (d4 <= d3), _vertex(1, len(p))),
+            ((d1 <= 0) & (d2 <= 0), _vertex(0, len(p))),
+        ]
+        for mask, w in regions:
+            weights = np.where(mask[:, None], w, weights)
+    return weights[:, :1] * a + weights[:, 1:2] * b + weights[:, 2:] * c, weights
+
+
+def _edge(i, j, s):
+    w = np.zeros((len(s), 3))
+    w[:, i], w[:, j] = 1 - s, s
+    return w
+
+
+def _vertex(i, n):
+    w = np.zeros((n, 3))
+    w[:, i] = 1.0
+    return w
+
+
+def _unit(vectors):
+    return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True).clip(min=1e-300)

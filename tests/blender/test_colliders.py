@@ -1,0 +1,74 @@
+"""Scene objects with Blender's Collision modifier are obstacles (issue 42), through real bpy."""
+
+import bpy
+import numpy as np
+import pytest
+
+from conftest import add_box, evaluated_vertices
+from neurok_blender.colliders import read_colliders
+
+
+def add_collider(name="Floor", size=4.0, location=(0.0, 0.0, 1.0)):
+    bpy.ops.mesh.primitive_plane_add(size=size, location=location)
+    plane = bpy.context.active_object
+    plane.name = name
+    plane.modifiers.new("Collision", "COLLISION")
+    return plane
+
+
+def test_a_box_lands_on_a_collision_plane_at_its_outer_thickness():
+    plane = add_collider()
+    plane.collision.thickness_outer = 0.05
+    obj = add_box(size=0.4, location=(0.0, 0.0, 2.0))
+    obj.neurok.use_ground, obj.neurok.frame_end = False, 36
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    bottom = evaluated_vertices(obj, 36)[:, 2].min()
+    assert abs(bottom - 1.05) < 2e-3
+
+
+def test_the_summary_names_the_colliders(capsys):
+    add_collider("Table top")
+    obj = add_box(size=0.4, location=(0.0, 0.0, 2.0))
+    obj.neurok.frame_end = 6
+    from neurok_blender import api
+
+    summary = api.simulate_object(obj)
+    assert "colliders: Table top" in summary
+
+
+def test_a_keyframed_collider_lifts_the_box_resting_on_it():
+    plane = add_collider(location=(0.0, 0.0, 0.0))
+    plane.keyframe_insert("location", frame=1)
+    plane.location.z = 1.0
+    plane.keyframe_insert("location", frame=25)
+    obj = add_box(size=0.4, location=(0.0, 0.0, 0.2 + plane.collision.thickness_outer))
+    obj.neurok.use_ground, obj.neurok.frame_end = False, 30
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    for frame in (25, 30):
+        assert abs(evaluated_vertices(obj, frame)[:, 2].min() - (1.0 + plane.collision.thickness_outer)) < 1e-2
+
+
+def test_what_is_read_from_the_collision_settings():
+    """Friction as Blender's Cloth reads it (Friction / 100), Outer thickness, a still collider read
+    once and a moving one at every frame; hidden ones, ones turned off and the body itself left out."""
+    still = add_collider("Still")
+    still.collision.cloth_friction, still.collision.thickness_outer = 40.0, 0.03
+    moving = add_collider("Moving", location=(0.0, 0.0, -1.0))
+    moving.keyframe_insert("location", frame=1)
+    moving.location.x = 2.0
+    moving.keyframe_insert("location", frame=11)
+    add_collider("Hidden").hide_set(True)
+    add_collider("Off").collision.use = False
+    obj = add_box(location=(0.0, 0.0, 3.0))
+    obj.modifiers.new("Collision", "COLLISION")
+    scene = bpy.context.scene
+    scene.frame_set(4)
+    colliders = {c.name: c for c in read_colliders(obj, scene, 1, 11, 1.0)}
+    assert set(colliders) == {"Still", "Moving"}
+    assert colliders["Still"].friction == pytest.approx(0.4)
+    assert colliders["Still"].thickness == pytest.approx(0.03)
+    assert colliders["Still"].frames().shape == (1, 4, 3)
+    path = colliders["Moving"].frames()
+    assert path.shape == (11, 4, 3)
+    assert np.allclose(path[-1].mean(0) - path[0].mean(0), [2.0, 0.0, 0.0], atol=1e-6)
+    assert scene.frame_current == 4  # left where it was

@@ -1,0 +1,138 @@
+"""Colliders (issue 42): bodies against triangle meshes, checked against mechanics and geometry."""
+
+import math
+
+import numpy as np
+import pytest
+
+import torch
+
+from neurok_blender.core import Collider, Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
+from neurok_blender.core.mesh import fibonacci_sphere
+from neurok_blender.core.obstacles import Obstacles, closest_on_triangles
+from shapes import box
+
+G = 9.81
+
+
+def test_closest_points_on_triangles_are_the_nearest_of_a_dense_sampling():
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(size=(200, 3)) for _ in range(3))
+    p = rng.normal(size=(200, 3)) * 2
+    closest, weights = closest_on_triangles(p, a, b, c)
+    assert np.allclose(weights.sum(1), 1) and (weights >= -1e-12).all()
+    s, t = np.meshgrid(np.linspace(0, 1, 201), np.linspace(0, 1, 201))
+    inside = s + t <= 1
+    s, t = s[inside], t[inside]
+    samples = a[:, None] + s[None, :, None] * (b - a)[:, None] + t[None, :, None] * (c - a)[:, None]
+    sampled = np.linalg.norm(samples - p[:, None], axis=-1).min(1)
+    exact = np.linalg.norm(closest - p, axis=-1)
+    assert (exact <= sampled + 1e-12).all()
+    assert np.abs(exact - sampled).max() < 0.02  # the sampling's own spacing
+
+
+def table(top=0.5, thickness=0.05, size=1.0):
+    return box((size, size, thickness), (-size / 2, -size / 2, top - thickness))
+
+
+def test_a_box_dropped_on_a_table_rests_on_its_top_at_the_collider_thickness():
+    v, f = box((0.2, 0.2, 0.2), (-0.1, -0.1, 0.8))
+    tv, tf = table()
+    result = simulate(v, f, Conditions(frames=48, colliders=[Collider(tv, tf, thickness=0.02)]))
+    bottom = result.positions[24:, :, 2].min(1)
+    assert np.abs(bottom - 0.52).max() < 1e-3
+    assert np.abs(result.positions[-1, :, :2] - v[:, :2]).max() < 1e-3  # landed flat: no slide
+
+
+def incline(angle, length=4.0, width=1.0, thickness=0.05):
+    """A plank tilted by ``angle`` about y, falling along +x, its top surface through the origin."""
+    v, f = box((length, width, thickness), (-length / 2, -width / 2, -thickness))
+    c, s = math.cos(angle), math.sin(angle)
+    turn = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    return v @ turn.T, f, turn
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.2])
+def test_a_box_slides_down_a_plank_at_g_sin_minus_mu_cos(mu):
+    angle, thickness = math.radians(20), 0.01
+    pv, pf, turn = incline(angle)
+    v, f = box((0.2, 0.2, 0.2), (-0.1, -0.1, thickness + 1e-4))
+    v = v @ turn.T
+    result = simulate(v, f, Conditions(frames=25, fps=24, friction=mu, restitution=None,
+                                       colliders=[Collider(pv, pf, friction=mu, thickness=thickness)]))
+    along = (result.positions.mean(1) - result.positions[0].mean(0)) @ turn[:, 0]
+    t = result.times
+    fitted = 2 * np.polyfit(t[6:], along[6:], 2)[0]  # after the first contact settled
+    expected = G * (math.sin(angle) - mu * math.cos(angle))
+    assert abs(fitted / expected - 1) < 0.03
+    normal = (result.positions.mean(1) - result.positions[0].mean(0)) @ turn[:, 2]
+    assert np.abs(normal).max() < 2e-3  # it stays on the plank
+
+
+def test_a_ball_rolls_down_a_tilted_plank_as_on_a_tilted_ground_and_falls_off_its_end():
+    """The plank's contact is the ground's law on another plane: a ball rolling down a plank tilted by
+    15 degrees accelerates as it does on the ground with gravity tilted by 15 degrees. Both roll
+    slower than the no-slip 5/7 g sin: the penalty contact sinks the ball a few millimetres and its
+    dashpots resist the turning of that footprint (docs/physics.md, "Colliders")."""
+    angle, radius, mass, fps = math.radians(15), 0.15, 1.0, 24
+    shell = fibonacci_sphere(800) * radius
+    weights = np.full(len(shell), mass / len(shell))
+    pv, pf, turn = incline(angle, length=2.0)
+    acceleration, falls = {}, None
+    for surface in ("ground", "plank"):
+        start = np.array([0.0, 0.0, radius]) if surface == "ground" else turn @ np.array([0.3, 0.0, radius + 0.01])
+        gravity = turn.T @ [0.0, 0.0, -G] if surface == "ground" else np.array([0.0, 0.0, -G])
+        kmap = RigidBodyMap([start], [shell + start], [weights])
+        env = Environment(gravity=torch.as_tensor(gravity), friction=1.0, restitution=0.3,
+                          contact_points=torch.as_tensor(shell + start)[None], contact_mass=torch.as_tensor(weights)[None],
+                          ground_height=torch.zeros(1, dtype=torch.float64) if surface == "ground" else None,
+                          obstacles=None if surface == "ground" else
+                          Obstacles([Collider(pv, pf, friction=1.0, thickness=0.01)], fps))
+        q0 = torch.tensor([[*start, 0.0, 0.0, 0.0]], dtype=torch.float64)
+        traj = rollout(LagrangianSystem(kmap, env), q0, torch.zeros_like(q0), 36, fps, "rk4", kmap.mass_points)
+        centre = traj.pose["translation"][:, 0]
+        along = (centre - centre[0]) @ (np.eye(3)[0] if surface == "ground" else turn[:, 0])
+        rolling = (traj.times > 0.1) & (along < 0.7 - radius)  # settled, its centre over the plank (its end 0.7 m on)
+        acceleration[surface] = 2 * np.polyfit(traj.times[rolling], along[rolling], 2)[0]
+        falls = centre[-1, 2] < pv[:, 2].min() - 0.1  # past the plank's end it falls, below it
+    assert abs(acceleration["plank"] / acceleration["ground"] - 1) < 0.02
+    assert 0.5 < acceleration["plank"] / (5 / 7 * G * math.sin(angle)) < 1.0
+    assert falls
+
+
+def test_a_fast_body_never_passes_through_a_thin_plank():
+    """At 10 m/s into a 1 cm plank the contact spring needs up to v / sqrt(k) = 3 cm to stop it: more
+    than the plank is thick, so its points pass the underside, where the nearest face would push them
+    on through. They are held on the side they came from and the body bounces back."""
+    v, f = box((0.2, 0.2, 0.2), (-0.1, -0.1, 0.3))
+    pv, pf = table(top=0.0, thickness=0.01, size=2.0)
+    result = simulate(v, f, Conditions(frames=60, fps=500, velocity=(0.0, 0.0, -10.0), gravity=(0.0, 0.0, 0.0),
+                                       colliders=[Collider(pv, pf, thickness=0.001)]))
+    deepest = -result.positions[:, :, 2].min()
+    assert 0.01 < deepest < 10.0 / math.sqrt(1e5)  # past the underside, within the spring's stopping depth
+    assert (np.diff(result.pose["translation"][-5:, 2]) > 0).all()  # on its way back up
+
+
+def test_a_platform_moving_up_lifts_the_box_on_it():
+    """An animated collider: its frames move it 0.5 m up over a second; the box rides on it."""
+    tv, tf = table(top=0.0, size=2.0)
+    frames = 25
+    lift = np.linspace(0.0, 0.5, frames)
+    positions = np.stack([tv + [0.0, 0.0, z] for z in lift])
+    v, f = box((0.2, 0.2, 0.2), (-0.1, -0.1, 0.02))
+    result = simulate(v, f, Conditions(frames=frames + 12, fps=24,
+                                       colliders=[Collider(positions, tf, thickness=0.02)]))
+    bottom = result.positions[:, :, 2].min(1)
+    assert abs(bottom[frames - 1] - (0.5 + 0.02)) < 5e-3
+    assert abs(bottom[-1] - (0.5 + 0.02)) < 5e-3  # it stays on the platform once it stops
+
+
+def test_bad_colliders_are_refused_with_their_name():
+    v, f = box()
+    tv, tf = table()
+    with pytest.raises(ValueError, match="'shelf'.*faces must index"):
+        simulate(v, f, Conditions(colliders=[Collider(tv, tf + 100, name="shelf")]))
+    with pytest.raises(ValueError, match="'shelf' thickness"):
+        simulate(v, f, Conditions(colliders=[Collider(tv, tf, thickness=0.0, name="shelf")]))
+    with pytest.raises(ValueError, match="finite"):
+        simulate(v, f, Conditions(colliders=[Collider(tv * np.nan, tf, name="shelf")]))
