@@ -11,7 +11,7 @@ from typing import Callable
 from . import output
 from .export import export_object  # noqa: F401  (part of this API)
 from .estimate import BakeEstimate
-from .job import SimulationJob
+from .job import SceneJob, SimulationJob
 from .preferences import SolverOptions
 
 
@@ -30,6 +30,19 @@ def simulate_object(obj, progress: Callable[[int, int], bool | None] | None = No
     estimate = job.estimate()
     if announce is not None and estimate.large:
         announce(f"NeuROK: a large bake of '{obj.name}': {estimate}")
+    return job.bake(job.solve(progress))
+
+
+def simulate_together(objects, progress: Callable[[int, int], bool | None] | None = None,
+                      options: SolverOptions | None = None, announce: Callable[[str], None] | None = None) -> str:
+    """Simulate ``objects`` (meshes, each with its own ``obj.neurok`` settings) together in one solve,
+    meeting each other and the scene's colliders, and bake each; one summary. As ``simulate_object``
+    otherwise: nothing is touched unless every body solved. They must share their frame range,
+    ground, integrator, substeps and sleep (ValueError names two that differ)."""
+    job = SceneJob.read(objects, options)
+    estimate = job.estimate()
+    if announce is not None and estimate.large:
+        announce(f"NeuROK: a large bake of '{job.name}': {estimate}")
     return job.bake(job.solve(progress))
 
 

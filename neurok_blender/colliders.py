@@ -16,19 +16,21 @@ from .scene_io import check_transform, transform
 FRICTION_SCALE = 0.01  # Blender's Cloth collision: Coulomb coefficient = Friction * 0.01
 
 
-def collider_objects(scene, target) -> list:
-    """The visible mesh objects of the scene with a Collision modifier turned on, ``target`` aside."""
-    return [ob for ob in scene.objects if ob is not target and ob.type == "MESH" and ob.visible_get()
-            and any(m.type == "COLLISION" for m in ob.modifiers) and ob.collision is not None and ob.collision.use]
+def collider_objects(scene, target, exclude=()) -> list:
+    """The visible mesh objects of the scene with a Collision modifier turned on, ``target`` and the
+    bodies simulated with it (``exclude``) aside."""
+    return [ob for ob in scene.objects if ob is not target and ob not in exclude and ob.type == "MESH"
+            and ob.visible_get() and any(m.type == "COLLISION" for m in ob.modifiers)
+            and ob.collision is not None and ob.collision.use]
 
 
-def read_colliders(target, scene, start: int, end: int, scale: float) -> list:
+def read_colliders(target, scene, start: int, end: int, scale: float, exclude=()) -> list:
     """core.Collider of each obstacle of ``target``'s scene, in metres, over frames [start, end] (one
-    position set for a still obstacle, one per frame for a moving one). Leaves the scene at the frame
-    it found it."""
+    position set for a still obstacle, one per frame for a moving one), the bodies in ``exclude``
+    aside. Leaves the scene at the frame it found it."""
     from .core import Collider  # torch loads with the solver, not with Blender
 
-    objects = collider_objects(scene, target)
+    objects = collider_objects(scene, target, exclude)
     moving = [ob for ob in objects if _moves(ob)]
     reads = {ob.name: [] for ob in objects}
     depsgraph = bpy.context.evaluated_depsgraph_get()

@@ -41,9 +41,10 @@ class SimulationJob:
     seconds: float = 0.0
 
     @classmethod
-    def read(cls, obj, options: SolverOptions | None = None) -> "SimulationJob":
+    def read(cls, obj, options: SolverOptions | None = None, together: tuple = ()) -> "SimulationJob":
         """Everything the solve needs, copied out of Blender; ValueError says what is wrong.
-        ``options`` overrides the preferences (the command line's ``--threads``)."""
+        ``options`` overrides the preferences (the command line's ``--threads``); ``together``, the
+        bodies simulated with it, which are no colliders of its."""
         scene = bpy.context.scene
         check_target(obj)
         start, end = frame_range(obj, scene)
@@ -56,7 +57,7 @@ class SimulationJob:
             hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
-        colliders = read_colliders(obj, scene, start, end, scale)
+        colliders = read_colliders(obj, scene, start, end, scale, exclude=together)
         conditions = dataclasses.replace(
             conditions, velocity=tuple(np.add(conditions.velocity, hand_off.velocity * scale)),
             angular_velocity=tuple(np.add(conditions.angular_velocity, hand_off.angular_velocity)), colliders=colliders)
@@ -121,6 +122,95 @@ class SimulationJob:
             raise ValueError(f"'{self.name}' was deleted or its mesh changed while it was simulated; nothing was baked")
         check_target(obj)
         return obj
+
+
+SHARED_SETTINGS = {"frames": "frame range", "ground_height": "ground", "integrator": "integrator",
+                   "substeps": "substeps", "sleep": "sleep"}
+
+
+@dataclass
+class SceneJob:
+    """Several bodies simulated together (``core.simulate_scene``): each read as a SimulationJob and
+    baked into its own object, solved in one run with one progress count. The interface of
+    SimulationJob, so the buttons, the console and batch work take either."""
+
+    jobs: list[SimulationJob]
+
+    @classmethod
+    def read(cls, objects, options: SolverOptions | None = None) -> "SceneJob":
+        """Each object read as Simulate reads one; ValueError when they do not share a frame range,
+        ground, integrator, substeps and sleep (a scene runs on one clock), naming the two that differ."""
+        objects = list(objects)
+        jobs = [SimulationJob.read(obj, options, together=tuple(objects)) for obj in objects]
+        first = jobs[0]
+        for other in jobs[1:]:
+            if other.start != first.start:
+                raise ValueError(f"'{other.name}' starts at frame {other.start} and '{first.name}' at {first.start}: "
+                                 "bodies simulated together share their frame range")
+            for field, label in SHARED_SETTINGS.items():
+                if getattr(other.conditions, field) != getattr(first.conditions, field):
+                    raise ValueError(f"'{other.name}' and '{first.name}' differ in {label}: bodies simulated together "
+                                     "share their frame range, ground, integrator, substeps and sleep")
+        return cls(jobs)
+
+    @property
+    def name(self) -> str:
+        names = [job.name for job in self.jobs]
+        return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    @property
+    def frames(self) -> int:
+        return self.jobs[0].frames
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(note for job in self.jobs for note in job.notes)
+
+    def estimate(self) -> BakeEstimate:
+        return BakeEstimate.of(sum(len(job.points) for job in self.jobs), self.frames,
+                               any(job.conditions.category != "rigid" for job in self.jobs))
+
+    def solve(self, progress: Callable[[int, int], bool | None] | None = None):
+        """All bodies in one run (any thread); a SimulationResult per body."""
+        import torch
+
+        from .core import simulate_scene
+
+        options = self.jobs[0].options
+        torch.set_num_threads(options.torch_threads)
+        began = time.perf_counter()
+        learned = any(job.conditions.category != "rigid" for job in self.jobs)
+        scene = [(job.vertices, job.triangles, job.conditions if i == 0 else dataclasses.replace(job.conditions, colliders=[]))
+                 for i, job in enumerate(self.jobs)]  # a scene's colliders come with its first body
+        results = simulate_scene(scene,
+                                 model=load_model(options) if learned else None, progress=progress,
+                                 points=[job.points for job in self.jobs])
+        for job in self.jobs:
+            job.seconds = time.perf_counter() - began
+        return results
+
+    def bake(self, results) -> str:
+        """Bake each body's frames into its object (main thread); a summary of them all. Every object
+        is checked before the first is touched, so a body deleted meanwhile leaves all unbaked."""
+        for job in self.jobs:
+            job._live_target()
+        summaries = [job.bake(result) for job, result in zip(self.jobs, results)]
+        return f"NeuROK: {len(self.jobs)} bodies together: " + " | ".join(s.removeprefix("NeuROK: ") for s in summaries)
+
+
+def read_selection(context, options: SolverOptions | None = None):
+    """What Simulate acts on: the active mesh, with every other selected mesh that is no collider
+    (no Collision modifier) simulated together with it (a SceneJob), else the active one alone."""
+    bodies = simulation_bodies(context)
+    return SimulationJob.read(context.active_object, options) if len(bodies) < 2 else SceneJob.read(bodies, options)
+
+
+def simulation_bodies(context) -> list:
+    """The active object first, then the other selected meshes that are no colliders."""
+    active = context.active_object
+    others = [ob for ob in context.selected_objects if ob is not active and ob.type == "MESH"
+              and not any(m.type == "COLLISION" for m in ob.modifiers)]
+    return [active] + others
 
 
 @functools.cache

@@ -14,7 +14,7 @@ _PUBLIC = {
     "NeuROK": "neurok", "BodyMaterial": "material", "CategoryMaterial": "material",
     "SimulationCancelled": "trajectory", "SimulationError": "trajectory", "rollout": "trajectory",
     "Report": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
-    "LiveBody": "interactive", "live": "interactive",
+    "LiveBody": "interactive", "live": "interactive", "simulate_scene": "scene",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -58,6 +58,7 @@ class ContactPlanes:
     offset: torch.Tensor  # (B, S C) m
     velocity: torch.Tensor  # (B, S C, 3) m/s
     friction: torch.Tensor  # (B, S C) Coulomb coefficient of the pair
+    owner: torch.Tensor  # (B, S C) long: the body whose surface it is (a scene's row), -1 for none
     slots: int
 
     def depth(self, x):
@@ -76,14 +77,15 @@ class ContactPlanes:
     @staticmethod
     def concatenate(planes: list["ContactPlanes"]) -> "ContactPlanes":
         return ContactPlanes(*(torch.cat([getattr(p, k) for p in planes], 1)
-                               for k in ("normal", "offset", "velocity", "friction")), sum(p.slots for p in planes))
+                               for k in ("normal", "offset", "velocity", "friction", "owner")),
+                             sum(p.slots for p in planes))
 
 
 def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regularization, step, mobile_mass=None,
-                 fastest_rate=None):
-    """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C) against ``planes``,
-    summed over each point's planes and split as (conservative spring, dissipative dashpot + friction),
-    each (B, C, 3), and the normal force (B,) N pressing the body onto all of them together.
+                 fastest_rate=None, reduced=None):
+    """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C) against ``planes``, one
+    per (point, plane) pair, split as (conservative spring, dissipative dashpot + friction), each
+    (B, S C, 3), and the normal force (B, S C) N of each pair. ``stiffness`` (B,) s^-2 per unit mass.
 
     ``mobile_mass`` (B, C), when given, bounds each point's own effective mass from below (a deforming
     body can move one point with little inertia, more so away from rest): the spring acts with at most
@@ -98,6 +100,11 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
     (capped with the point's own share w_i instead, a body landing on a few of its points loses only
     part of the speed Coulomb takes); the joint cap below keeps the steps stable.
 
+    ``reduced`` (B, S C), when given, scales each pair's mass to the two-body reduced mass
+    m_i M_o / (M_o + M) against a body of mass M_o (1 against the ground or a collider): the spring
+    and dashpot between two bodies then ring at sqrt(k) and with the damping ratio zeta, as against
+    the ground, whatever their masses.
+
     ``fastest_rate(c, basis)``, when given, is the largest rate (1/s) of the damping M^-1 sum_p c_p
     J_p^T B_p B_p^T J_p that coefficients c (B, S C) add along the directions ``basis`` (B, S C, 3, k),
     and the touching points are capped together with it: a body that lands on an edge or a corner
@@ -111,15 +118,18 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
     touching = (depth > 0).to(x.dtype)
     point_touching = touching.view(b, slots, c).amax(1)
     touching_share = (share * point_touching).sum(-1, keepdim=True) / share.sum(-1, keepdim=True).clamp(min=1e-300)
-    effective_mass = share / touching_share.clamp(min=1e-300)
+    effective_mass = share / torch.where(touching_share > 0, touching_share, 1.0)  # a body not touching: no contact force
     acting_share = share  # the mass the spring acts with
     if mobile_mass is not None:
         effective_mass, acting_share = torch.minimum(effective_mass, mobile_mass), torch.minimum(share, mobile_mass)
     share, effective_mass, acting_share = (a.repeat(1, slots) for a in (share, effective_mass, acting_share))
+    if reduced is not None:
+        share, effective_mass, acting_share = share * reduced, effective_mass * reduced, acting_share * reduced
     step = math.inf if step is None else step
     n = planes.normal
     relative = v.repeat(1, slots, 1) - planes.velocity
     v_n = (relative * n).sum(-1)
+    stiffness = stiffness[:, None]
     spring_n = stiffness * share * depth
     dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
     if fastest_rate is not None:
@@ -132,8 +142,7 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
         coulomb = coulomb * within_a_step(fastest_rate(coulomb, planes.tangents()), step)
     spring = spring_n[..., None] * n
     resist = (normal - spring_n)[..., None] * n - coulomb[..., None] * v_t
-    per_point = lambda f: f.view(b, slots, c, 3).sum(1)
-    return per_point(spring), per_point(resist), normal.sum(-1)
+    return spring, resist, normal
 
 
 def within_a_step(rate, step):

@@ -9,17 +9,20 @@ over its mass points (``KinematicMap.mass_terms``: from nested forward-mode prod
 Hessian, or a closed form) and the Jacobian of the points forces act on.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
 from .obstacles import Obstacles, Planes
-from .rotation import right_jacobian
+from .rotation import body_angular_velocity, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
+SURFACE = "surface"  # the bodies' mesh vertices, which other bodies meet (a scene of several bodies)
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 
 
@@ -36,7 +39,7 @@ class Environment:
     friction: torch.Tensor | float = 0.5  # Coulomb coefficient mu
     restitution: torch.Tensor | float = 0.3  # of the contact's spring-dashpot: the normal speed a point keeps, 0..1
     impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
-    contact_stiffness: float = 1e5  # s^-2: per unit mass, spread over the contact points
+    contact_stiffness: torch.Tensor | float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
@@ -44,6 +47,7 @@ class Environment:
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
+    surface_points: torch.Tensor | None = None  # (B, V, 3) rest mesh vertices the other bodies meet (obstacles.bodies)
     pin_points: torch.Tensor | None = None  # (B, N, 3) rest positions, each held at its place at t = 0
     pin_mass: torch.Tensor | None = None  # (B, N) mass share each pin holds, 0 = padding
     pin_stiffness: float = 1e5  # s^-2: per unit mass, like the ground's; a pin gives g / k under its share's weight
@@ -88,13 +92,18 @@ class LagrangianSystem:
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
-                         ("friction", "restitution", "drag", "damping", "rolling_lever")}
+                         ("friction", "restitution", "drag", "damping", "rolling_lever", "contact_stiffness")}
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self._factored = None  # (M, its factor): see factor
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.obstacles = env.obstacles if self.n_contact else None
         self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
+        self._surfaces = None  # (t, the bodies' vertex positions (B, V, 3)) at the last step's start
+        self._carried = None  # (normal, offset) in their owners' frames of the planes on other bodies (_planes_at)
+        self._started = 0.0  # s: when the step of the current collider planes began
+        if self.obstacles is not None and self.obstacles.bodies is not None:
+            kinematic_map.attach(SURFACE, env.surface_points, output=True)
         self.planes = self._ground_planes()  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
@@ -109,9 +118,10 @@ class LagrangianSystem:
             self.pin_mass = torch.minimum(self.pin_mass, mobile[:, self.n_contact:])
         self.rest_stiffness = self._rest_stiffness()
         self.impact = None  # e per body of Newton's law over each impact (restitute), for a free body on a ground
-        if env.impact_restitution is not None and env.ground_height is not None and self.n_contact \
-                and bool(kinematic_map.rigid_dofs[:3].all()) and not self.n_pin:
+        if env.impact_restitution is not None and self.touchable and bool(kinematic_map.rigid_dofs[:3].all()) \
+                and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
+        self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
 
     def _ground_planes(self):
         """The ground as one plane under every contact point, or None without a ground."""
@@ -120,21 +130,24 @@ class LagrangianSystem:
         b, c, dtype = self.contact_points.shape[0], self.n_contact, self.contact_points.dtype
         return ContactPlanes(torch.tensor([0.0, 0.0, 1.0], dtype=dtype).expand(b, c, 3),
                              self.env.ground_height[:, None].expand(b, c), torch.zeros(b, c, 3, dtype=dtype),
-                             self.per_body["friction"][:, None].expand(b, c), 1)
+                             self.per_body["friction"][:, None].expand(b, c), torch.full((b, c), -1), 1)
 
     def _collider_contact(self, planes: Planes) -> ContactPlanes:
         """obstacles.Planes as contact planes, each pair's friction sqrt(mu_body mu_collider)."""
         dtype = self.contact_points.dtype
         t = lambda a: torch.as_tensor(a, dtype=dtype)
         friction = torch.sqrt(self.per_body["friction"][:, None] * t(planes.friction))
-        return ContactPlanes(t(planes.normal), t(planes.offset), t(planes.velocity), friction, 1)
+        return ContactPlanes(t(planes.normal), t(planes.offset), t(planes.velocity), friction,
+                             torch.as_tensor(planes.owner), 1)
 
     def snapshot(self):
-        """What a step changes besides (q, q_dot): the map's state and the colliders' planes (``restore``)."""
-        return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy()
+        """What a step changes besides (q, q_dot): the map's state, the colliders' planes and where the
+        bodies' surfaces were (``restore``)."""
+        return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
+            self._surfaces, self._carried, self._started, self._impact_normal
 
     def restore(self, snapshot) -> None:
-        state, planes = snapshot
+        state, planes, self._surfaces, self._carried, self._started, self._impact_normal = snapshot
         self.map.restore(state)
         if self.obstacles is not None:
             self._collider_planes = planes
@@ -229,23 +242,101 @@ class LagrangianSystem:
         jump = torch.zeros(self.contact_points.shape[0], dtype=self.contact_points.dtype)
         if self.obstacles is None or q is None:
             return jump
-        x, jac = self.map.jacobian(q, ACTING)
-        x, v = x[:, :self.n_contact], (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
-        before = self._contact_energy(x)
-        previous = None if fresh else self._collider_planes
-        self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous)
+        x, v = self._contact_motion(q, q_dot)
+        before = self._contact_energy(q, x)
+        previous = None if fresh or self._collider_planes is None else self._moved_planes(q, t0)
+        self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous,
+                                                      self._surface_motion(q, t0, fresh))
+        self._started = t0
         self.planes = self._combined_planes()
-        return self._contact_energy(x) - before
+        self._carried = None
+        if bool((self.planes.owner >= 0).any()):  # carried by their owners from here (_planes_at)
+            rotation, origin = self._owner_frames(q)
+            normal = (rotation.transpose(-1, -2) @ self.planes.normal[..., None])[..., 0]
+            self._carried = (normal, self.planes.offset - (self.planes.normal * origin).sum(-1))
+        return self._contact_energy(q, x) - before
 
-    def _contact_energy(self, x):
-        """1/2 sum k w_i d_i^2 over every contact pair, J (B,)."""
+    def _reduced(self, planes):
+        """Each pair's share of the two-body reduced mass, M_o / (M_o + M) against a body of mass M_o and
+        1 against the ground or a collider (contact.plane_forces), or None without other bodies."""
+        if self._carried is None:
+            return None
+        total = self.masses.sum(-1)
+        owner = planes.owner.clamp(min=0)
+        return torch.where(planes.owner >= 0, total[owner] / (total[owner] + total[:, None]), 1.0)
+
+    def _moved_planes(self, q, t: float) -> Planes:
+        """The last step's collider planes moved on to time t: a collider's by its surface's velocity, a
+        body's as that body moved (``_planes_at``)."""
+        planes = self._collider_planes.copy()
+        planes.offset += (t - self._started) * (planes.normal * planes.velocity).sum(-1)
+        if self._carried is not None:
+            c = self.n_contact
+            carried = self._planes_at(q)
+            met = planes.owner >= 0
+            planes.normal[met] = carried.normal[:, -c:].numpy()[met]
+            planes.offset[met] = carried.offset[:, -c:].numpy()[met]
+        return planes
+
+    def _owner_frames(self, q):
+        """Each pair's owner's rotation (B, P, 3, 3) and translation (B, P, 3) at q (any row for no owner)."""
+        owner = self.planes.owner.clamp(min=0)
+        return self.map.pose(q)["rotation"][owner], q[:, :3][owner]
+
+    def _planes_at(self, q, x=None, q_dot=None):
+        """The contact planes at q: a plane on another body's surface moves with that body's rigid motion
+        since the step began, normal R R_0^T n_0 and offset through its translation, and (given the
+        contact points x (B, C, 3) and q_dot) at the velocity p_dot + omega x (x - p) of the owner's
+        material there. So the
+        two bodies meet through one spring between them within the step, not a surface a step behind."""
+        planes = self.planes
+        if self._carried is None:
+            return planes
+        met = planes.owner >= 0
+        rotation, origin = self._owner_frames(q)
+        normal = (rotation @ self._carried[0][..., None])[..., 0]
+        offset = (normal * origin).sum(-1) + self._carried[1]
+        velocity = planes.velocity
+        if x is not None:
+            owner = planes.owner.clamp(min=0)
+            spin = (self.map.pose(q)["rotation"] @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
+            velocity = q_dot[:, :3][owner] + torch.linalg.cross(spin[owner], x.repeat(1, planes.slots, 1) - origin)
+        return dataclasses.replace(planes, normal=torch.where(met[..., None], normal, planes.normal),
+                                   offset=torch.where(met, offset, planes.offset),
+                                   velocity=torch.where(met[..., None], velocity, planes.velocity))
+
+    def _contact_motion(self, q, q_dot):
+        """The contact points' positions and velocities (B, C, 3)."""
+        x, jac = self.map.jacobian(q, ACTING)
+        return x[:, :self.n_contact], (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
+
+    def _surface_motion(self, q, t: float, fresh: bool = False, keep: bool = True):
+        """The bodies' surface vertices at q (time t) and their velocities from where the last step
+        began, as numpy (B, V, 3) each; None without bodies to meet. ``keep``: remember them for the next."""
+        if self.obstacles is None or self.obstacles.bodies is None:
+            return None
+        where = self.map.embed(q, SURFACE).numpy()
+        last = None if fresh else self._surfaces
+        moving = (where - last[1]) / (t - last[0]) if last is not None and t > last[0] else np.zeros_like(where)
+        if keep:
+            self._surfaces = (t, where)
+        return where, moving
+
+    def _contact_energy(self, q, x):
+        """1/2 sum k w_i d_i^2 over every contact pair at q, J (B,)."""
         if self.planes is None:
             return torch.zeros(x.shape[0], dtype=x.dtype)
-        depth = self.planes.depth(x)
-        return 0.5 * (self.env.contact_stiffness * self.contact_mass.repeat(1, self.planes.slots) * depth**2).sum(-1)
+        planes = self._planes_at(q)
+        depth = planes.depth(x)
+        share = self.contact_mass.repeat(1, planes.slots)
+        reduced = self._reduced(planes)
+        share = share if reduced is None else share * reduced
+        return 0.5 * (self.per_body["contact_stiffness"][:, None] * share * depth**2).sum(-1)
 
     def forces(self, q, q_dot, s: State, rayleigh: bool = True):
-        """Generalized forces split as (conservative, point loads, dissipative), each (B, n).
+        """Generalized forces split as (conservative, point loads, dissipative), each (B, n). Sets
+        ``transfer`` (B,), the power another body's motion puts into the contact springs of each body's
+        points (f . u of each spring on a surface moving at u), booked as work done on it with the loads'.
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
         friction, rolling resistance, drag, Rayleigh damping (left out with ``rayleigh=False``, for an
@@ -255,6 +346,7 @@ class LagrangianSystem:
         """
         nc, npin = self.n_contact, self.n_pin
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
+        self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
         conservative = (self.gravity @ s.mass.moment)
         if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its rest place
             conservative = conservative + _jt(jp, -self.env.pin_stiffness * self.pin_mass[..., None]
@@ -266,22 +358,46 @@ class LagrangianSystem:
         dissipative = -self.per_body["drag"][:, None] * (s.mass_matrix @ q_dot[..., None])[..., 0]
         if rayleigh:
             dissipative = dissipative - (self.damping_matrix(s.mass_matrix) @ q_dot[..., None])[..., 0]
-        if self.planes is not None and bool((self.planes.depth(s.x[:, :nc]) > 0).any()):
+        planes = None if self.planes is None else self._planes_at(q, s.x[:, :nc], q_dot)
+        if planes is not None and bool((planes.depth(s.x[:, :nc]) > 0).any()):
             self.touched = True
-            env, slots = self.env, self.planes.slots  # in flight no contact force acts: the caps' solves are skipped with them
+            env, slots = self.env, planes.slots  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
             whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
             mobile = self._mobile_mass(whitened) if self.deforms else None
             pairs = whitened.repeat(1, 1, slots, 1)  # (B, n, S C, 3): each pair's point
             spring, resist, pressing = plane_forces(
-                s.x[:, :nc], s.v[:, :nc], self.contact_mass, self.planes, env.contact_stiffness, self.contact_damping,
-                env.friction_regularization, self.step, mobile,
-                lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c))
-            conservative = conservative + _jt(jc, spring)
-            dissipative = dissipative + _jt(jc, resist)
+                s.x[:, :nc], s.v[:, :nc], self.contact_mass, planes, self.per_body["contact_stiffness"],
+                self.contact_damping, env.friction_regularization, self.step, mobile,
+                lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c),
+                self._reduced(planes))
+            per_point = lambda f: f.view(f.shape[0], slots, nc, 3).sum(1)
+            conservative = conservative + _jt(jc, per_point(spring))
+            dissipative = dissipative + _jt(jc, per_point(resist))
+            if self._carried is not None:
+                loads = loads + self.reactions(q, s.x[:, :nc].repeat(1, slots, 1), spring + resist, planes.owner)
+                met = (planes.owner >= 0)[..., None]
+                self.transfer = (spring * planes.velocity * met).sum((1, 2))
             if bool((self.per_body["rolling_lever"] > 0).any()):
-                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing)
+                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing.sum(-1))
         return conservative, loads, dissipative
+
+    def reactions(self, q, x, force, owner):
+        """Generalized forces (B, n) of the push back on the bodies whose surfaces other bodies' points
+        met: -f at the same point x, through the owner's rigid coordinates, Q_p = -f and
+        Q_theta = T^T R^T ((x - p) x -f) (T the right Jacobian of exp at theta, R its world rotation),
+        so every pair's forces are equal and opposite on one line and momentum and angular momentum
+        are kept. The owner's deformation does not feel it (its learned coordinates do not reach an
+        arbitrary surface point); booked as work done on the owner, as a load's is.
+        ``x``, ``force`` (B, P, 3) of each pair; ``owner`` (B, P) its surface's body, -1 for none."""
+        met = owner >= 0
+        rows, push, at = owner[met], -force[met], x[met]
+        arm = at - q[rows, :3]
+        rotation = self.map.pose(q)["rotation"]
+        torque = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, torch.linalg.cross(arm, push))
+        linear = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, push)
+        turn = right_jacobian(q[:, 3:6]).transpose(1, 2) @ rotation.transpose(1, 2) @ torque[..., None]
+        return torch.cat([linear, turn[..., 0], torch.zeros_like(q[:, 6:])], 1)
 
     def rolling_resistance(self, q, q_dot, chol, pressing):
         """Generalized force (B, n) of the ground's torque against each body's turning, for a footprint of
@@ -312,33 +428,47 @@ class LagrangianSystem:
         return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
 
     def restitute(self, q, q_dot, incoming, q_dot_before):
-        """Newton's law of restitution for the centre of mass over a whole impact: it leaves the ground
-        rising at most e times as fast as it came down, v_out <= e v_in.
+        """Newton's law of restitution for the centre of mass over a whole impact on the ground or a
+        collider: it leaves the surface at most e times as fast as it came, v_out <= e v_in, along the
+        surface's normal n.
 
         The penalty contact resolves the impact itself, but what a body keeps of it also depends on what
         its coordinates store and give back: a learned deformation takes part of the impact and returns
         it, and a dashpot capped to stay stable within a step damps less than asked. Called after each
         step, with the state it ended in (q, q_dot) and the velocity it began with: an impact begins at
-        the step at whose end a contact point first reaches below the ground (``incoming`` (B,) is then
-        the centre of mass's downward speed as the step began, before the spring slowed it; NaN in
-        flight) and ends when none does. The excess of the upward speed over e v_in is then taken out
-        of the centre of mass's vertical velocity q_dot[:, 2] (the translation of a free body's centre
-        of mass, uncoupled in M from its turning and its deformation), and its kinetic energy
-        1/2 M (v^2 - (e v_in)^2) is returned as dissipated.
+        the step at whose end a contact point first reaches into the ground or a collider (n is then the
+        mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards them,
+        relative to their surfaces, as the step began, before the spring slowed it; NaN in flight) and
+        ends when none is reached. The excess of the speed away over e v_in is then taken out of the
+        centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
+        in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2)
+        is returned as dissipated. Another body's surface takes no part: between two bodies the
+        contact's own restitution holds, and momentum is theirs to share.
         Returns (q_dot, incoming, dissipated (B,)).
         """
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
         if self.impact is None:
             return q_dot, incoming, dissipated
-        touching = self.map.embed(q, ACTING)[:, :self.n_contact, 2].amin(1) < self.env.ground_height
-        incoming = torch.where(touching & torch.isnan(incoming), (-q_dot_before[:, 2]).clamp(min=0.0), incoming)
+        planes = self._planes_at(q)
+        reached = (planes.depth(self.map.embed(q, ACTING)[:, :self.n_contact]) > 0) & (planes.owner < 0)
+        touching = reached.any(1)
+        weights = reached.to(q.dtype)[..., None]
+        surface = (planes.velocity * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        starting = touching & torch.isnan(incoming)
+        if bool(starting.any()):
+            normal = (planes.normal * weights).sum(1)
+            normal = normal / normal.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+            self._impact_normal = torch.where(starting[:, None], normal, self._impact_normal)
+            towards = (-((q_dot_before[:, :3] - surface) * normal).sum(-1)).clamp(min=0.0)
+            incoming = torch.where(starting, towards, incoming)
         leaving = ~touching & ~torch.isnan(incoming)
         if not bool(leaving.any()):
             return q_dot, incoming, dissipated
-        rise = q_dot[:, 2]
+        n = self._impact_normal
+        rise = ((q_dot[:, :3] - surface) * n).sum(-1)
         kept = torch.where(leaving, torch.minimum(rise, self.impact * incoming.nan_to_num()), rise)
         dissipated = 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
-        q_dot = torch.cat([q_dot[:, :2], kept[:, None], q_dot[:, 3:]], 1)
+        q_dot = torch.cat([q_dot[:, :3] + (kept - rise)[:, None] * n, q_dot[:, 3:]], 1)
         return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
 
     def loaded(self, t0: float, t1: float) -> bool:
@@ -357,14 +487,12 @@ class LagrangianSystem:
         collider within [t, t + span] at its speed."""
         if not self.touchable:
             return True
-        x, jac = self.map.jacobian(q, ACTING) if self.obstacles is not None else (self.map.embed(q, ACTING), None)
-        x = x[:, :self.n_contact]
+        x, v = self._contact_motion(q, q_dot)
         if self.env.ground_height is not None and not bool((x[..., 2] >= self.env.ground_height[:, None]).all()):
             return False
         if self.obstacles is None:
             return True
-        v = (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
-        return self.obstacles.clear(x.numpy(), v.numpy(), t, span)
+        return self.obstacles.clear(x.numpy(), v.numpy(), t, span, self._surface_motion(q, t, keep=False))
 
     @property
     def damped(self) -> bool:
@@ -401,7 +529,7 @@ class LagrangianSystem:
         s = self.state(q, q_dot)
         conservative, loads, dissipative = self.forces(q, q_dot, s)
         q_ddot = self.solve(s.mass_matrix, conservative + loads + dissipative - s.mass.quadratic)
-        return q_ddot, (loads * q_dot).sum(-1), -(dissipative * q_dot).sum(-1)
+        return q_ddot, (loads * q_dot).sum(-1) + self.transfer, -(dissipative * q_dot).sum(-1)
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential, contact spring and pin
@@ -414,7 +542,7 @@ class LagrangianSystem:
         contact, pins = torch.zeros_like(kinetic), torch.zeros_like(kinetic)
         acting = self.map.embed(q, ACTING) if self.planes is not None or npin else None
         if self.planes is not None:
-            contact = self._contact_energy(acting[:, :nc])
+            contact = self._contact_energy(q, acting[:, :nc])
         if npin:
             stretch = acting[:, nc:nc + npin] - self.pin_points
             pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
@@ -426,7 +554,7 @@ class LagrangianSystem:
         eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
-        omega2 = self.env.contact_stiffness if contact and self.touchable else 0.0
+        omega2 = float(self.per_body["contact_stiffness"].max()) if contact and self.touchable else 0.0
         if self.n_pin:  # pins hold in flight too
             omega2 = max(omega2, self.env.pin_stiffness)
         decay = 0.0

@@ -87,6 +87,7 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
     """
     s0 = system.state(q, q_dot)
     cons0, loads0, diss0 = system.forces(q, q_dot, s0, rayleigh=False)
+    transfer0 = system.transfer
     damping0 = system.damping_matrix(s0.mass_matrix)
     damped0 = s0.mass_matrix + 0.5 * h * damping0
     kick0 = (s0.mass_matrix @ q_dot[..., None])[..., 0] + 0.5 * h * (cons0 + loads0 + diss0)
@@ -111,6 +112,7 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
     v1 = system.solve(system.mass_matrix(q_new), p_half)
     s1 = system.state(q_new, v1)
     cons1, loads1, diss1 = system.forces(q_new, v1, s1, rayleigh=False)
+    transfer1 = system.transfer  # power into the contact springs from other bodies' motion (LagrangianSystem.forces)
     damping1 = system.damping_matrix(s1.mass_matrix)
     q_dot_new = system.solve(s1.mass_matrix + 0.5 * h * damping1,
                              p_half + 0.5 * h * (s1.mass.kinetic_gradient + cons1 + loads1 + diss1))
@@ -120,7 +122,7 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
 
     rayleigh0 = -(damping0 @ v_half[..., None])[..., 0]
     rayleigh1 = -(damping1 @ q_dot_new[..., None])[..., 0]
-    return q_new, q_dot_new, work(loads0, loads1), -work(diss0 + rayleigh0, diss1 + rayleigh1)
+    return q_new, q_dot_new, work(loads0, loads1) + 0.5 * h * (transfer0 + transfer1), -work(diss0 + rayleigh0, diss1 + rayleigh1)
 
 
 def _converged(new, old):

@@ -6,8 +6,10 @@ plane there, pushed out by the collider's thickness tau, moving with the surface
 
     depth_i = o_i - n_i . x_i,    o_i = n_i . c_i + tau,    n_i = (x_i - c_i) / |x_i - c_i|
 
-with c_i the closest point on the triangles (the outward direction at an edge or corner, so a body
-slides round it). The same spring, dashpot and friction law then acts on every plane (contact.py).
+with c_i the closest point on the triangles. Past an edge or corner the normal turns round it (a body
+slides off it), but within 45 degrees of a face's normal it stays the face's: a box set on an equal
+box has its corners on the other's edges, where a normal tilted by every millimetre of offset would
+slide it off. The same spring, dashpot and friction law then acts on every plane (contact.py).
 
 A point that has gone past the surface (depth above tau) keeps the plane it had, moved along with the
 collider, until it is back out: a fast body is pushed back the way it came, never through a thin
@@ -23,6 +25,7 @@ from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
 SLACK = 1e-3  # m: a point this much beyond its reach still gets its plane (the step's velocities change)
+FACING = np.cos(np.radians(45))  # a point this square over a face's plane meets the face, not the edge round it
 
 
 @dataclass
@@ -32,23 +35,35 @@ class Planes:
     normal: np.ndarray  # (B, C, 3) unit
     offset: np.ndarray  # (B, C) m; FAR where inactive
     velocity: np.ndarray  # (B, C, 3) m/s of the surface under the point
-    friction: np.ndarray  # (B, C) the collider's Coulomb coefficient
+    friction: np.ndarray  # (B, C) the surface's Coulomb coefficient
     thickness: np.ndarray  # (B, C) m
+    owner: np.ndarray  # (B, C) the body whose surface it is, -1 for a collider
 
     @property
     def active(self) -> np.ndarray:
         return self.offset > FAR / 2
 
     def copy(self) -> "Planes":
-        return Planes(*(a.copy() for a in (self.normal, self.offset, self.velocity, self.friction, self.thickness)))
+        return Planes(*(getattr(self, k).copy() for k in ("normal", "offset", "velocity", "friction", "thickness",
+                                                           "owner")))
+
+
+@dataclass
+class BodySurfaces:
+    """The bodies' own meshes, which the other bodies' contact points meet (a scene of several bodies)."""
+
+    faces: list[np.ndarray]  # per body (T_b, 3), indices into its rows of the positions below
+    friction: np.ndarray  # (B,) each body's Coulomb coefficient
+    thickness: float = 0.005  # m: the gap at which two bodies touch
 
 
 class Obstacles:
-    """All colliders of a scene as one triangle soup, sampled at the simulation's frames (``fps``)."""
+    """All colliders of a scene as one triangle soup, sampled at the simulation's frames (``fps``),
+    and, in a scene of several bodies, the bodies' own surfaces (``bodies``)."""
 
-    def __init__(self, colliders: list[Collider], fps: float):
-        soups, faces, friction, thickness, closed = [], [], [], [], []
-        offset, count = 0, max(len(collider.frames()) for collider in colliders)
+    def __init__(self, colliders: list[Collider], fps: float, bodies: BodySurfaces | None = None):
+        soups, faces, friction, thickness, closed = [np.zeros((1, 0, 3))], [np.zeros((0, 3), np.int64)], [], [], []
+        offset, count = 0, max([len(collider.frames()) for collider in colliders], default=1)
         for collider in colliders:
             positions = collider.frames()
             positions = np.concatenate([positions, np.repeat(positions[-1:], count - len(positions), 0)])
@@ -61,11 +76,12 @@ class Obstacles:
             thickness.append(np.full(keep.sum(), collider.thickness))
             closed.append(np.full(keep.sum(), collider.closed))
             offset += positions.shape[1]
-        self.positions = np.concatenate(soups, axis=1)  # (F, V, 3)
+        self.positions = np.concatenate([np.repeat(s, count, 0) if len(s) == 1 else s for s in soups], axis=1)  # (F, V, 3)
         self.faces = np.concatenate(faces)
-        self.friction, self.thickness = np.concatenate(friction), np.concatenate(thickness)
-        self.closed = np.concatenate(closed)
+        self.friction, self.thickness = np.concatenate([[]] + friction), np.concatenate([[]] + thickness)
+        self.closed = np.concatenate([np.zeros(0, bool)] + closed)
         self.fps = fps
+        self.bodies = bodies
 
     def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Vertex positions (V, 3) at time t (linear between frames, held past the last) and velocities."""
@@ -79,59 +95,87 @@ class Obstacles:
             np.zeros_like(self.positions[0])
         return (1 - w) * self.positions[k] + w * self.positions[k + 1], velocity
 
-    def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None) -> Planes:
-        """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the surfaces taken at
-        its midpoint. A point gets one if it is within tau + reach of a surface, reach = 2 h (|v| + |u|)
-        + SLACK its own and the surface's travel, or if it has gone past the surface of ``previous``."""
+    def triangles(self, t: float, surfaces=None):
+        """Every surface triangle at time t: corners (T, 3, 3), their velocities (T, 3, 3), and per
+        triangle its friction, thickness, whether its mesh is closed, and its owner (-1: a collider,
+        else the body, from ``surfaces`` = the bodies' vertex positions and velocities (B, V, 3))."""
+        positions, velocities = self.at(t)
+        parts = [(positions[self.faces], velocities[self.faces], self.friction, self.thickness, self.closed,
+                  np.full(len(self.faces), -1))]
+        if self.bodies is not None and surfaces is not None:
+            where, moving = surfaces
+            for body, faces in enumerate(self.bodies.faces):
+                parts.append((where[body][faces], moving[body][faces], np.full(len(faces), self.bodies.friction[body]),
+                              np.full(len(faces), self.bodies.thickness), np.zeros(len(faces), bool),
+                              np.full(len(faces), body)))
+        return tuple(np.concatenate(column) for column in zip(*parts))
+
+    def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None,
+               surfaces=None) -> Planes:
+        """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the colliders taken
+        at its midpoint and the bodies' ``surfaces`` (positions, velocities (B, V, 3)) as they are at t
+        (the engine carries those planes with their bodies through the step). A point gets one if it is within tau + reach of a surface not its own body's, reach =
+        2 h (|v| + |u|) + SLACK its own and the surface's travel, or if it has gone past the surface of
+        ``previous`` (the last step's planes, moved on to t with their surfaces)."""
         b, c, _ = x.shape
-        positions, velocities = self.at(t + 0.5 * h)
-        tri = positions[self.faces]  # (T, 3, 3)
-        speed = np.abs(velocities).max() if len(velocities) else 0.0
-        reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + self.thickness.max()  # (B, C)
+        tri, tri_velocity, friction, thickness, closed, owner = self.triangles(t + 0.5 * h, surfaces)
+        speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
+        reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + (thickness.max() if len(thickness) else 0.0)
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
-                        np.zeros((b, c)), np.zeros((b, c)))
+                        np.zeros((b, c)), np.zeros((b, c)), np.full((b, c), -1))
         points, radius = x.reshape(-1, 3), reach.reshape(-1)
+        body_of_point = np.repeat(np.arange(b), c)
         low, high = tri.min(1), tri.max(1)
         near = ((points[:, None] >= low[None] - radius[:, None, None]) &
                 (points[:, None] <= high[None] + radius[:, None, None])).all(-1)  # (N, T) bounding boxes
+        near &= owner[None] != body_of_point[:, None]  # a body does not collide with itself
         rows, cols = np.nonzero(near)
         if len(rows):
             closest, weights = closest_on_triangles(points[rows], *tri[cols].transpose(1, 0, 2))
             gap = points[rows] - closest
             distance = np.linalg.norm(gap, axis=-1)
+            face_normal = _unit(np.cross(tri[cols, 1] - tri[cols, 0], tri[cols, 2] - tri[cols, 0]))
+            facing = (gap * face_normal).sum(-1) / np.maximum(distance, 1e-300)  # cos(gap, face normal)
+            facing = np.where(distance > 1e-9, facing, 1.0)
+            facing = np.where(closed[cols], facing, np.abs(facing))  # an open sheet has two sides
             best = np.full(len(points), np.inf)
             np.minimum.at(best, rows, distance)
+            tied = distance <= best[rows] * (1 + 1e-6) + 1e-12  # the triangles around the nearest feature
+            score = np.where(tied, facing, -np.inf)
+            top = np.full(len(points), -np.inf)
+            np.maximum.at(top, rows, score)
             winner = np.full(len(points), -1)
-            winner[rows[distance <= best[rows]]] = np.flatnonzero(distance <= best[rows])  # a pair per point
+            chosen = tied & (score >= top[rows])
+            winner[rows[chosen]] = np.flatnonzero(chosen)  # a pair per point: the face that faces it best
             has = winner >= 0
             pair = winner[has]
             face = cols[pair]
-            tau = self.thickness[face]
+            tau = thickness[face]
             d = distance[pair]
-            face_normal = _unit(np.cross(tri[face, 1] - tri[face, 0], tri[face, 2] - tri[face, 0]))
-            outward = np.where(d[:, None] > 1e-9, gap[pair] / np.maximum(d, 1e-300)[:, None], face_normal)
-            inside = self.closed[face] & ((gap[pair] * face_normal).sum(-1) < 0)
-            normal = np.where(inside[:, None], face_normal, outward)
+            side = np.where(closed[face] | ((gap[pair] * face_normal[pair]).sum(-1) >= 0), 1.0, -1.0)
+            flat = face_normal[pair] * side[:, None]
+            outward = np.where(d[:, None] > 1e-9, gap[pair] / np.maximum(d, 1e-300)[:, None], flat)
+            inside = closed[face] & (facing[pair] < 0)
+            normal = np.where((inside | (facing[pair] >= FACING))[:, None], flat, outward)
             acting = d < radius[has]  # within tau + reach, from either side
             where = np.flatnonzero(has)[acting]
             bi, ci = np.unravel_index(where, (b, c))
             n = normal[acting]
             planes.normal[bi, ci] = n
             planes.offset[bi, ci] = (n * closest[pair][acting]).sum(-1) + tau[acting]
-            planes.velocity[bi, ci] = np.einsum("pk,pki->pi", weights[pair][acting], velocities[self.faces[face[acting]]])
-            planes.friction[bi, ci] = self.friction[face[acting]]
+            planes.velocity[bi, ci] = np.einsum("pk,pki->pi", weights[pair][acting], tri_velocity[face[acting]])
+            planes.friction[bi, ci] = friction[face[acting]]
             planes.thickness[bi, ci] = tau[acting]
-        if previous is not None:  # past the surface: held on the plane it came through, moved with it
-            moved = previous.offset + h * (previous.normal * previous.velocity).sum(-1)
-            past = previous.active & (moved - (previous.normal * x).sum(-1) > previous.thickness)
-            for field in ("normal", "velocity", "friction", "thickness"):
+            planes.owner[bi, ci] = owner[face[acting]]
+        if previous is not None:  # past the surface: held on the plane it came through
+            past = previous.active & (previous.offset - (previous.normal * x).sum(-1) > previous.thickness)
+            for field in ("normal", "offset", "velocity", "friction", "thickness", "owner"):
                 getattr(planes, field)[past] = getattr(previous, field)[past]
-            planes.offset[past] = moved[past]
         return planes
 
-    def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float) -> bool:
+    def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
         """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
-        return not self.planes(x, v, t, h, None).active.any()
+        return not self.planes(x, v, t, h, None, surfaces).active.any()
 
 
 def closest_on_triangles(p, a, b, c):

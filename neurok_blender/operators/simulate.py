@@ -4,7 +4,8 @@ from .. import api, job, live
 
 
 class NEUROK_OT_simulate(bpy.types.Operator):
-    """Simulate the active mesh with its NeuROK settings and bake the motion (Esc cancels)"""
+    """Simulate the active mesh with its NeuROK settings, together with the other selected meshes that are no
+    colliders, and bake the motion (Esc cancels)"""
 
     bl_idname = "neurok.simulate"
     bl_label = "Simulate"
@@ -21,22 +22,25 @@ class NEUROK_OT_simulate(bpy.types.Operator):
         """Inline: scripts, batch mode and ``bpy.ops.neurok.simulate()`` get the bake when the call returns.
         After the large-bake dialog (``invoke``) the solve goes to the background as from the button."""
         if self.confirmed and not bpy.app.background:
-            return self._start(context, self._checked(lambda: job.SimulationJob.read(context.active_object)))
+            return self._start(context, self._checked(lambda: job.read_selection(context)))
         background = bpy.app.background
 
         def progress(done, total):
             if background and (done == total or done % max(1, total // 10) == 0):
                 print(f"NeuROK: frame {done}/{total}", flush=True)
 
-        return self._report(lambda: api.simulate_object(context.active_object, progress=progress,
-                                                        announce=lambda text: print(text, flush=True)))
+        bodies = job.simulation_bodies(context)
+        announce = lambda text: print(text, flush=True)  # noqa: E731
+        if len(bodies) > 1:
+            return self._report(lambda: api.simulate_together(bodies, progress=progress, announce=announce))
+        return self._report(lambda: api.simulate_object(context.active_object, progress=progress, announce=announce))
 
     def invoke(self, context, event):
         """From the button: the solve runs on a worker thread, the interface stays live, Esc cancels.
         A bake estimated to take long or much memory asks first, with the estimate."""
         if bpy.app.background:
             return self.execute(context)
-        simulation = self._checked(lambda: job.SimulationJob.read(context.active_object))
+        simulation = self._checked(lambda: job.read_selection(context))
         estimate = simulation.estimate() if simulation is not None else None
         if estimate is not None and estimate.large:
             self.confirmed = True  # execute() starts it when the artist agrees

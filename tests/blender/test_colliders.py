@@ -72,3 +72,50 @@ def test_what_is_read_from_the_collision_settings():
     assert path.shape == (11, 4, 3)
     assert np.allclose(path[-1].mean(0) - path[0].mean(0), [2.0, 0.0, 0.0], atol=1e-6)
     assert scene.frame_current == 4  # left where it was
+
+
+def select(*objects):
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in objects:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = objects[0]
+
+
+def test_selected_bodies_simulate_together_as_one_undo_step():
+    """A box dropped onto another: both selected, one Simulate lands the upper on the lower (its top
+    plus the bodies' 5 mm gap), bakes both, and one undo takes both bakes back."""
+    lower = add_box("Lower", size=0.6, location=(0.0, 0.0, 0.3))
+    upper = add_box("Upper", size=0.3, location=(0.0, 0.0, 1.2))
+    for ob in (lower, upper):
+        ob.neurok.frame_end = 30
+    select(upper, lower)
+    bpy.ops.ed.undo_push(message="before")
+    assert bpy.ops.neurok.simulate("EXEC_DEFAULT", True) == {"FINISHED"}
+    upper, lower = bpy.data.objects["Upper"], bpy.data.objects["Lower"]
+    assert abs(evaluated_vertices(upper, 30)[:, 2].min() - (0.6 + 0.005)) < 3e-3
+    assert abs(evaluated_vertices(lower, 30)[:, 2].min()) < 1e-3  # on the ground, holding it
+    bpy.ops.ed.undo()
+    assert all(bpy.data.objects[name].data.shape_keys is None for name in ("Upper", "Lower"))
+
+
+def test_a_selected_collider_is_an_obstacle_not_a_body():
+    plane = add_collider()
+    obj = add_box(size=0.4, location=(0.0, 0.0, 2.0))
+    obj.neurok.use_ground, obj.neurok.frame_end = False, 24
+    select(obj, plane)
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    assert plane.data.shape_keys is None
+    assert abs(evaluated_vertices(obj, 24)[:, 2].min() - (1.0 + plane.collision.thickness_outer)) < 3e-3
+
+
+def test_bodies_simulated_together_share_a_frame_range():
+    first, second = add_box("First", location=(0.0, 0.0, 1.0)), add_box("Second", location=(3.0, 0.0, 1.0))
+    first.neurok.frame_end, second.neurok.frame_end = 10, 20
+    select(first, second)
+    with pytest.raises(RuntimeError, match="'Second' and 'First' differ in frame range"):
+        bpy.ops.neurok.simulate()
+    assert first.data.shape_keys is None and second.data.shape_keys is None
+    from neurok_blender import api
+
+    with pytest.raises(ValueError, match="'Second' and 'First' differ in frame range"):
+        api.simulate_together([first, second])

@@ -1,0 +1,222 @@
+"""Several bodies in one solve: each keeps its own coordinates, material and conditions, and they
+meet each other and the colliders through the one contact law (docs/physics.md, "Several bodies").
+
+    results = simulate_scene([(vertices, faces, Conditions(...)), ...], model=NeuROK.load())
+
+The bodies are the rows of one batch (``StackedMap``): every row is integrated with the same steps,
+its coordinates padded to the longest row's with coordinates that nothing moves. Each body's contact
+points meet the other bodies' meshes as moving colliders (``obstacles.BodySurfaces``), and the force
+on a point pushes back on the body it met (``LagrangianSystem.reactions``).
+"""
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .dynamics import Environment, LagrangianSystem
+from .kinematics import MASS, KinematicMap, MassTerms
+from .obstacles import BodySurfaces, Obstacles
+from .options import Conditions
+from .simulation import Body, SimulationResult, prepare
+from .trajectory import rollout
+
+SHARED = ("frames", "fps", "gravity", "ground_height", "integrator", "substeps", "sleep")  # one value per scene
+
+
+class StackedMap(KinematicMap):
+    """Maps of one body each (B = 1) as the rows of one batch. Row b has the coordinates of map b and
+    zeros after them; a padding coordinate has unit mass and no force, so it stays at rest."""
+
+    def __init__(self, maps: list[KinematicMap]):
+        super().__init__()
+        self.maps = maps
+        self.sizes = [m.n_dof for m in maps]
+        n = max(self.sizes)
+        for m in maps:
+            if not (bool(m.rigid_dofs[:6].all()) and not bool(m.rigid_dofs[6:].any())):
+                raise ValueError("each stacked map has six rigid coordinates first (translation, rotation)")
+        self.rigid_dofs = torch.arange(n) < 6
+        count = max(m.mass_points.shape[1] for m in maps)
+        self.mass_points = torch.cat([_repeat_last(m.mass_points, count) for m in maps])
+        self.potentials = [m.potential(m.rest_coordinates()) is not None for m in maps]  # which rows have one
+        self.masses = torch.cat([torch.nn.functional.pad(m.masses, (0, count - m.masses.shape[1])) for m in maps])
+
+    def _rows(self, q):
+        return [q[i:i + 1, :k] for i, k in enumerate(self.sizes)]
+
+    def _pad(self, t, dims=(-1,)):
+        """Zeros after a row's own coordinates along ``dims``."""
+        n = self.n_dof
+        for dim in dims:
+            pad = [0, 0] * (t.ndim - dim % t.ndim - 1) + [0, n - t.shape[dim]]
+            t = torch.nn.functional.pad(t, pad)
+        return t
+
+    def rest_coordinates(self):
+        return torch.cat([self._pad(m.rest_coordinates()) for m in self.maps])
+
+    @property
+    def extent(self):
+        return torch.cat([torch.as_tensor(m.extent, dtype=self.dtype).reshape(1) for m in self.maps])
+
+    def attach(self, name, points, parts=None, output=False):
+        super().attach(name, points)
+        for i, m in enumerate(self.maps):
+            m.attach(name, points[i:i + 1], output=output)
+
+    def points(self, name):
+        return self.mass_points if name == MASS else super().points(name)
+
+    def embed(self, q, name):
+        if name == MASS:
+            return torch.cat([_repeat_last(m.embed(r, MASS), self.mass_points.shape[1]) for m, r in zip(self.maps, self._rows(q))])
+        return torch.cat([m.embed(r, name) for m, r in zip(self.maps, self._rows(q))])
+
+    def jacobian(self, q, name):
+        parts = [m.jacobian(r, name) for m, r in zip(self.maps, self._rows(q))]
+        return torch.cat([x for x, _ in parts]), torch.cat([self._pad(j) for _, j in parts])
+
+    def mass_terms(self, q, q_dot):
+        terms = [m.mass_terms(r, v) for m, r, v in zip(self.maps, self._rows(q), self._rows(q_dot))]
+        matrices = []
+        for term, k in zip(terms, self.sizes):
+            matrix = self._pad(term.mass_matrix, (-1, -2))
+            scale = term.mass_matrix.diagonal(dim1=-2, dim2=-1).mean()
+            matrix[:, k:, k:] += scale * torch.eye(self.n_dof - k, dtype=self.dtype)  # padding: unit inertia
+            matrices.append(matrix)
+        return MassTerms(mass_matrix=torch.cat(matrices),
+                         quadratic=torch.cat([self._pad(t.quadratic) for t in terms]),
+                         kinetic_gradient=torch.cat([self._pad(t.kinetic_gradient) for t in terms]),
+                         moment=torch.cat([self._pad(t.moment) for t in terms]))
+
+    def potential(self, q):
+        if not any(self.potentials):
+            return None
+        return torch.cat([m.potential(r) if has else torch.zeros(1, dtype=q.dtype)
+                          for m, r, has in zip(self.maps, self._rows(q), self.potentials)])
+
+    def potential_gradient(self, q):
+        rows = []
+        for m, r, has in zip(self.maps, self._rows(q), self.potentials):
+            if not has:
+                rows.append(torch.zeros(1, self.n_dof, dtype=q.dtype))
+                continue
+            gradient = m.potential_gradient(r)
+            if gradient is None:  # a map without a closed form: the engine differentiates the sum
+                return None
+            rows.append(self._pad(gradient))
+        return torch.cat(rows)
+
+    def recenter(self, q, q_dot):
+        moved = [m.recenter(r, v) for m, r, v in zip(self.maps, self._rows(q), self._rows(q_dot))]
+        return torch.cat([self._pad(a) for a, _ in moved]), torch.cat([self._pad(b) for _, b in moved])
+
+    def flow(self, q):
+        return torch.cat([m.flow(r) for m, r in zip(self.maps, self._rows(q))])
+
+    def snapshot(self):
+        return [m.snapshot() for m in self.maps]
+
+    def restore(self, snapshot):
+        for m, state in zip(self.maps, snapshot):
+            m.restore(state)
+
+    def pose(self, q):
+        poses = [m.pose(r) for m, r in zip(self.maps, self._rows(q))]
+        return {k: torch.cat([p[k] for p in poses]) for k in ("translation", "rotation")}
+
+    def chart_speed(self, q_dot):
+        return max(m.chart_speed(v) for m, v in zip(self.maps, self._rows(q_dot)))
+
+    def latent_speed(self, q_dot):
+        return max(m.latent_speed(v) for m, v in zip(self.maps, self._rows(q_dot)))
+
+
+def _repeat_last(points, count):
+    """(1, P, 3) points made ``count`` long by repeating the last (padding that carries no weight)."""
+    return torch.cat([points, points[:, -1:].expand(-1, count - points.shape[1], -1)], 1)
+
+
+def _padded(tensors, weights=None):
+    """Per-body point sets (1, P_b, ...) stacked to (B, P, ...): padded with each body's first point
+    (or zeros when it has none), their ``weights`` (1, P_b) with zeros."""
+    count = max(t.shape[1] for t in tensors)
+    rows = []
+    for t in tensors:
+        filler = t[:, :1] if t.shape[1] else torch.zeros((1, 1) + t.shape[2:], dtype=t.dtype)
+        rows.append(torch.cat([t, filler.expand((1, count - t.shape[1]) + t.shape[2:])], 1))
+    stacked = torch.cat(rows)
+    if weights is None:
+        return stacked
+    return stacked, torch.cat([torch.nn.functional.pad(w, (0, count - w.shape[1])) for w in weights])
+
+
+def _per_body(value, dtype):
+    return torch.as_tensor(value, dtype=dtype).reshape(-1)[:1]
+
+
+def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment:
+    """The bodies' environments as one batch: point sets padded with weightless points, each body's
+    material and contact settings its own row."""
+    envs = [b.env for b in bodies]
+    dtype = envs[0].gravity.dtype
+    contact, contact_mass = _padded([e.contact_points for e in envs], [e.contact_mass for e in envs])
+    pins, pin_mass = _padded([e.pin_points for e in envs], [e.pin_mass for e in envs])
+    loads = _padded([e.load_points for e in envs])
+    vectors = _padded([e.load_vectors for e in envs])
+    vectors[torch.cat([torch.arange(vectors.shape[1])[None] >= e.load_vectors.shape[1] for e in envs])] = 0.0
+    windows = _padded([e.load_windows for e in envs])
+    impacts = [e.impact_restitution for e in envs]
+    row = lambda name: torch.cat([_per_body(getattr(e, name), dtype) for e in envs])
+    return Environment(
+        gravity=envs[0].gravity,
+        ground_height=None if envs[0].ground_height is None else torch.cat([e.ground_height for e in envs]),
+        friction=row("friction"), restitution=row("restitution"), drag=row("drag"), damping=row("damping"),
+        rolling_lever=row("rolling_lever"), contact_stiffness=row("contact_stiffness"),
+        impact_restitution=None if all(i is None for i in impacts) else
+        torch.cat([_per_body(torch.inf if i is None else i, dtype) for i in impacts]),
+        friction_regularization=envs[0].friction_regularization, pin_stiffness=envs[0].pin_stiffness,
+        contact_points=contact, contact_mass=contact_mass, pin_points=pins, pin_mass=pin_mass,
+        load_points=loads, load_vectors=vectors, load_windows=windows, obstacles=obstacles,
+        surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]))
+
+
+def simulate_scene(bodies: list[tuple], model=None, progress: Callable[[int, int], bool | None] | None = None,
+                   points: list | None = None) -> list[SimulationResult]:
+    """Simulate every (vertices, faces, Conditions) of ``bodies`` together, each given in world space at
+    t = 0; a SimulationResult per body, in order. The Conditions of a scene share its frames, fps,
+    gravity, ground, integrator, substeps and sleep, and its colliders (the first body's; the others'
+    may repeat them or leave them out); ValueError names a field that differs. ``points`` (one (P, 3)
+    array or None per body) as ``simulation.simulate``'s. Raises as ``simulate`` does."""
+    if not bodies:
+        raise ValueError("a scene needs at least one body")
+    first = bodies[0][2]
+    for i, (_, _, c) in enumerate(bodies[1:], 1):
+        for name in SHARED:
+            if getattr(c, name) != getattr(first, name):
+                raise ValueError(f"body {i}'s {name} ({getattr(c, name)!r}) differs from body 0's "
+                                 f"({getattr(first, name)!r}): a scene runs on one clock, gravity and ground")
+        if c.colliders and c.colliders is not first.colliders:
+            raise ValueError(f"body {i} has colliders of its own: a scene's colliders are given with body 0")
+    points = points or [None] * len(bodies)
+    prepared = [prepare(v, f, dataclasses.replace(c, colliders=[]), model, p) for (v, f, c), p in zip(bodies, points)]
+    kmap = StackedMap([b.kmap for b in prepared])
+    surfaces = BodySurfaces([np.asarray(b.faces) for b in prepared], np.array([b.conditions.friction for b in prepared]))
+    env = stacked_environment(prepared, Obstacles(first.colliders, first.fps, surfaces))
+    pad = lambda t: torch.nn.functional.pad(t, (0, kmap.n_dof - t.shape[1]))
+    q0 = torch.cat([pad(b.q0) for b in prepared])
+    q_dot0 = torch.cat([pad(b.q_dot0) for b in prepared])
+    output = _padded([b.output_points for b in prepared])
+    conditions = prepared[0].conditions
+    trajectory = rollout(LagrangianSystem(kmap, env), q0, q_dot0, conditions.frames, conditions.fps,
+                         conditions.integrator, output_points=output, substeps=conditions.substeps,
+                         progress=progress, sleep=conditions.sleep)
+    return [SimulationResult(positions=trajectory.points[:, i, :b.output_points.shape[1]], times=trajectory.times,
+                             pose={k: p[:, i] for k, p in trajectory.pose.items()},
+                             coordinates=trajectory.coordinates[:, i, :kmap.sizes[i]],
+                             energy={k: e[:, i] for k, e in trajectory.energy.items()},
+                             substeps=trajectory.substeps, integrator=trajectory.method,
+                             refined_frames=trajectory.refined_frames, asleep_frames=trajectory.asleep_frames,
+                             report=b.report) for i, b in enumerate(prepared)]
