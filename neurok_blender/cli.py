@@ -1,6 +1,6 @@
 """Batch work from a shell, through the bpy module (``pip install bpy``) or Blender's own Python:
 
-    python -m neurok_blender simulate INPUT --out OUTPUT [--object NAME] [conditions...]
+    python -m neurok_blender simulate INPUT --out OUTPUT [--object NAME ...] [conditions...]
                                       [--workers N | --ray [ADDRESS]] [--overwrite]
 
 INPUT is a .blend, .glb, .gltf or .obj file, or a folder of them; OUTPUT a .blend, .glb, .gltf or
@@ -37,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="a .blend, .glb, .gltf or .abc file (a folder for a folder)")
     p.add_argument("--format", choices=[e[1:] for e in OUTPUTS], default="blend",
                    help="what a folder's outputs are written as (default blend)")
-    p.add_argument("--object", help="the mesh object to simulate (default: the file's only mesh)")
+    p.add_argument("--object", action="append", help="a mesh object to simulate; repeated, they are simulated "
+                   "together (default: the file's only mesh, or a .blend's meshes that are no colliders, together)")
     p.add_argument("--frames", type=int, help="frames to simulate, the first shows the initial state")
     p.add_argument("--velocity", type=float, nargs=3, metavar=("X", "Y", "Z"), help="initial velocity, m/s")
     p.add_argument("--angular-velocity", type=float, nargs=3, metavar=("X", "Y", "Z"), help="initial spin, rad/s")
@@ -148,8 +149,10 @@ def simulate_file(source: Path, target: Path, args, verbose: bool, tell) -> str:
 
     _ensure_registered()
     load(source)
-    obj = pick_object(args.object)
-    apply_settings(obj, bpy.context.scene, args)
+    bodies = pick_objects(args.object, source.suffix.lower() == ".blend")
+    for obj in bodies:
+        apply_settings(obj, bpy.context.scene, args)
+    obj = bodies[0]
     bpy.context.view_layer.objects.active = obj
     total = obj.neurok.frame_end - obj.neurok.frame_start
 
@@ -165,19 +168,22 @@ def simulate_file(source: Path, target: Path, args, verbose: bool, tell) -> str:
         if verbose:
             print(f"    {text}", flush=True)
 
-    summary = api.simulate_object(obj, progress=progress if total > 0 and verbose else None, options=options,
-                                  announce=announce)
-    write(obj, target)
+    progress = progress if total > 0 and verbose else None
+    if len(bodies) > 1:
+        summary = api.simulate_together(bodies, progress=progress, options=options, announce=announce)
+    else:
+        summary = api.simulate_object(obj, progress=progress, options=options, announce=announce)
+    write(bodies, target)
     return summary
 
 
-def write(obj, target: Path) -> None:
-    """Save or export ``obj``'s scene to ``target`` so that a stopped run never leaves a partial file
+def write(bodies, target: Path) -> None:
+    """Save ``bodies``' scene to ``target``, or export them, so that a stopped run never leaves a partial file
     a rerun would skip: Blender saves a .blend through a temporary file it renames; an export goes
     to a hidden folder beside the target, whose files then move in, the target last."""
     import bpy
 
-    from . import api
+    from .export import export_objects
 
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() == ".blend":
@@ -186,7 +192,7 @@ def write(obj, target: Path) -> None:
     staging = target.parent / f".{target.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        api.export_object(obj, str(staging / target.name))
+        export_objects(bodies, str(staging / target.name))
         for path in sorted(staging.iterdir(), key=lambda p: p.name == target.name):  # a .gltf's .bin first
             os.replace(path, target.parent / path.name)
     finally:
@@ -208,18 +214,24 @@ def load(source: Path) -> None:
         bpy.ops.import_scene.gltf(filepath=path)
 
 
-def pick_object(name: str | None):
+def pick_objects(names: list[str] | None, every: bool) -> list:
+    """The objects ``names`` (``--object``, in order), else the file's only mesh, else with ``every``
+    (a .blend) its meshes that are no colliders (no Collision modifier), simulated together."""
     import bpy
 
-    if name is not None:
-        obj = bpy.data.objects.get(name)
-        if obj is None:
-            raise ValueError(f"no object named '{name}'; the file has {_names(bpy.data.objects)}")
-        return obj
+    if names:
+        missing = [name for name in names if bpy.data.objects.get(name) is None]
+        if missing:
+            raise ValueError(f"no object named '{missing[0]}'; the file has {_names(bpy.data.objects)}")
+        return [bpy.data.objects[name] for name in dict.fromkeys(names)]
     meshes = [o for o in bpy.context.scene.objects if o.type == "MESH"]
-    if len(meshes) != 1:
-        raise ValueError(f"the file has {len(meshes)} meshes ({_names(meshes)}): name one with --object")
-    return meshes[0]
+    bodies = [o for o in meshes if not any(m.type == "COLLISION" for m in o.modifiers)]
+    if len(meshes) == 1:
+        return meshes
+    if every and bodies:
+        return bodies
+    raise ValueError(f"the file has {len(meshes)} meshes ({_names(meshes)}): name one with --object, "
+                     "or several (--object A --object B) to simulate them together")
 
 
 def apply_settings(obj, scene, args) -> None:

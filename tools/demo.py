@@ -1,5 +1,5 @@
-"""The demo: a scene built headless, a jelly head and a rigid crate thrown onto the ground, simulated,
-baked, rendered.
+"""The demo: a scene built headless, a jelly head and a rigid crate thrown together onto a stone
+plinth (a Collision-modifier obstacle) and the ground, simulated in one solve, baked, rendered.
 
     python -m tools.demo [OUTPUT_DIR]        (./run demo does this after setting up)
 
@@ -17,6 +17,9 @@ from tools.stage import contact_sheet, cycles_cpu, look_at_camera, material, sun
 FRAMES = (1, 72)
 RENDER_EVERY = 3
 SHEET_FRAMES = (1, 10, 16, 22, 31, 43, 55, 72)
+PLINTH = ((0.0, 0.6, 0.35), (1.8, 1.8, 0.7))  # centre, size (m)
+MONKEY = ((-3.0, -0.6, 1.4), (2.4, 0.9, 2.6))  # start, velocity (m, m/s)
+CRATE = ((2.6, 1.4, 2.2), (-2.0, -0.5, 1.0))
 
 
 def build_scene():
@@ -32,22 +35,29 @@ def build_scene():
     ground.name = "Ground"
     ground.data.materials.append(material("Ground", (0.55, 0.56, 0.58, 1.0), 0.6))
 
-    bpy.ops.mesh.primitive_monkey_add(size=1.0, location=(-3.0, -1.0, 1.4), rotation=(0.3, 0.0, 0.4))
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=PLINTH[0])
+    plinth = bpy.context.active_object
+    plinth.name, plinth.scale = "Plinth", PLINTH[1]
+    plinth.modifiers.new("Collision", "COLLISION")  # an obstacle, as for Blender's Cloth and Soft Body
+    plinth.collision.cloth_friction = 60.0  # rough stone: Coulomb 0.6
+    plinth.data.materials.append(material("Stone", (0.42, 0.4, 0.37, 1.0), 0.7))
+
+    bpy.ops.mesh.primitive_monkey_add(size=1.0, location=MONKEY[0], rotation=(0.3, 0.0, 0.4))
     monkey = bpy.context.active_object
     monkey.name = "Suzanne"
     monkey.modifiers.new("Subdivision", "SUBSURF").levels = 1
     bpy.ops.object.shade_smooth()
     monkey.data.materials.append(material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
     s = monkey.neurok
-    s.velocity, s.angular_velocity, s.mass, s.restitution = (1.8, 0.0, 2.5), (3.0, 5.0, 1.0), 4.0, 0.35
+    s.velocity, s.angular_velocity, s.mass, s.restitution = MONKEY[1], (3.0, 5.0, 1.0), 4.0, 0.35
     s.category, s.stiffness = "elastic", 0.5  # a jelly head (its open eye sockets would read as cloth)
 
-    bpy.ops.mesh.primitive_cube_add(size=0.8, location=(2.8, 2.0, 2.0), rotation=(0.5, 0.2, 0.0))
+    bpy.ops.mesh.primitive_cube_add(size=0.8, location=CRATE[0], rotation=(0.5, 0.2, 0.0))
     crate = bpy.context.active_object
     crate.name = "Crate"
     crate.data.materials.append(material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
     s = crate.neurok
-    s.velocity, s.angular_velocity, s.mass, s.friction = (-2.0, -0.2, 1.0), (-4.0, 2.0, 6.0), 10.0, 0.6
+    s.velocity, s.angular_velocity, s.mass, s.friction = CRATE[1], (-4.0, 2.0, 6.0), 10.0, 0.6
     s.category = "rigid"  # a wooden crate next to it
 
     look_at_camera(scene, (0.0, -8.0, 2.6), (0.0, 0.4, 0.7), lens=30)
@@ -82,11 +92,14 @@ def main():
 
     neurok_blender.register()
     began = time.perf_counter()
-    for obj in build_scene():
-        bpy.context.view_layer.objects.active = obj
+    bodies = build_scene()
+    bpy.ops.object.select_all(action="DESELECT")
+    for obj in bodies:  # selected together: one solve, in which they meet each other and the plinth
+        obj.select_set(True)
         obj.neurok.frame_start, obj.neurok.frame_end = FRAMES
-        if bpy.ops.neurok.simulate() != {"FINISHED"}:
-            raise SystemExit(f"simulating {obj.name} failed")
+    bpy.context.view_layer.objects.active = bodies[0]
+    if bpy.ops.neurok.simulate() != {"FINISHED"}:
+        raise SystemExit("simulating the demo scene failed")
     simulated = time.perf_counter() - began
     output.mkdir(parents=True, exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=str(output / "demo.blend"))

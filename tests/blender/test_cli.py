@@ -192,3 +192,29 @@ def test_the_readme_headless_recipe_simulates_and_renders(tmp_path):
     bpy.ops.render.render(animation=True)  # -a
     assert bpy.data.objects["Cube"].neurok.is_baked
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["f0001.png", "f0002.png", "f0003.png"]
+
+
+def test_a_blends_meshes_simulate_together_and_export_into_one_file(tmp_path, capsys):
+    """No --object: a .blend's meshes that are no colliders, together; the Collision-modifier table
+    holds the box up. --object repeated picks the bodies; a glTF carries every body's morph targets."""
+    bpy.ops.mesh.primitive_plane_add(size=3.0, location=(0.0, 0.0, 1.0))
+    bpy.context.active_object.name = "Table"
+    bpy.context.active_object.modifiers.new("Collision", "COLLISION")
+    add_box("Upper", size=0.3, location=(0.0, 0.0, 2.0))
+    add_box("Side", size=0.3, location=(2.0, 0.0, 2.0))
+    source = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    out = tmp_path / "baked.blend"
+    assert cli.main(["simulate", str(source), "--out", str(out), "--frames", "30"]) == 0
+    assert "2 bodies together" in capsys.readouterr().out
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert bpy.data.objects["Table"].data.shape_keys is None
+    upper = bpy.data.objects["Upper"]
+    bpy.context.scene.frame_set(30)
+    lowest = min((upper.matrix_world @ v.co).z for v in upper.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh().vertices)
+    assert abs(lowest - (1.0 + bpy.data.objects["Table"].collision.thickness_outer)) < 5e-3
+    glb = tmp_path / "two.glb"
+    assert cli.main(["simulate", str(source), "--out", str(glb), "--frames", "6", "--object", "Upper",
+                     "--object", "Side"]) == 0
+    meshes = json.loads(glb.read_bytes()[20:20 + struct.unpack("<I", glb.read_bytes()[12:16])[0]])["meshes"]
+    assert len(meshes) == 2 and all(len(m["primitives"][0]["targets"]) == 6 for m in meshes)

@@ -147,8 +147,11 @@ def test_gltf_export_has_a_morph_target_and_a_weight_key_per_frame(tmp_path):
     obj = add_box(location=(0.0, 0.0, 2.0))
     obj.neurok.frame_end = 12
     other = add_box(name="Other", location=(3.0, 0.0, 0.0))
+    other.select_set(False)  # selected, it would be simulated with the box
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    other.select_set(True)
+    obj.select_set(False)
     path = api.export_object(obj, str(tmp_path / "box.glb"))
     data = open(path, "rb").read()
     length = struct.unpack("<I", data[12:16])[0]
