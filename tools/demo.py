@@ -18,8 +18,8 @@ FRAMES = (1, 72)
 RENDER_EVERY = 3
 SHEET_FRAMES = (1, 10, 16, 22, 31, 43, 55, 72)
 PLINTH = ((0.0, 0.6, 0.35), (1.8, 1.8, 0.7))  # centre, size (m)
-MONKEY = ((-3.0, -0.6, 1.4), (2.4, 0.9, 2.6))  # start, velocity (m, m/s)
-CRATE = ((2.6, 1.4, 2.2), (-2.0, -0.5, 1.0))
+MONKEY = ((-1.7, 0.5, 1.3), (2.0, 0.0, 1.6), (2.0, 3.0, 1.0))  # start, velocity, spin (m, m/s, rad/s)
+CRATE = ((0.3, 0.6, 2.4), (-0.3, 0.0, 0.0), (0.0, 0.0, 1.0))  # onto the plinth; the head slides into it
 
 
 def build_scene():
@@ -49,7 +49,7 @@ def build_scene():
     bpy.ops.object.shade_smooth()
     monkey.data.materials.append(material("Orange", (0.9, 0.35, 0.08, 1.0), 0.35))
     s = monkey.neurok
-    s.velocity, s.angular_velocity, s.mass, s.restitution = MONKEY[1], (3.0, 5.0, 1.0), 4.0, 0.35
+    s.velocity, s.angular_velocity, s.mass, s.restitution = MONKEY[1], MONKEY[2], 4.0, 0.35
     s.category, s.stiffness = "elastic", 0.5  # a jelly head (its open eye sockets would read as cloth)
 
     bpy.ops.mesh.primitive_cube_add(size=0.8, location=CRATE[0], rotation=(0.5, 0.2, 0.0))
@@ -57,7 +57,7 @@ def build_scene():
     crate.name = "Crate"
     crate.data.materials.append(material("Blue", (0.1, 0.3, 0.8, 1.0), 0.3))
     s = crate.neurok
-    s.velocity, s.angular_velocity, s.mass, s.friction = CRATE[1], (-4.0, 2.0, 6.0), 10.0, 0.6
+    s.velocity, s.angular_velocity, s.mass, s.friction = CRATE[1], CRATE[2], 10.0, 0.6
     s.category = "rigid"  # a wooden crate next to it
 
     look_at_camera(scene, (0.0, -8.0, 2.6), (0.0, 0.4, 0.7), lens=30)

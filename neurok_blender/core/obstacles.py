@@ -124,12 +124,7 @@ class Obstacles:
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
                         np.zeros((b, c)), np.zeros((b, c)), np.full((b, c), -1))
         points, radius = x.reshape(-1, 3), reach.reshape(-1)
-        body_of_point = np.repeat(np.arange(b), c)
-        low, high = tri.min(1), tri.max(1)
-        near = ((points[:, None] >= low[None] - radius[:, None, None]) &
-                (points[:, None] <= high[None] + radius[:, None, None])).all(-1)  # (N, T) bounding boxes
-        near &= owner[None] != body_of_point[:, None]  # a body does not collide with itself
-        rows, cols = np.nonzero(near)
+        rows, cols = self._near(x, reach, tri, owner)
         if len(rows):
             closest, weights = closest_on_triangles(points[rows], *tri[cols].transpose(1, 0, 2))
             gap = points[rows] - closest
@@ -172,6 +167,28 @@ class Obstacles:
             for field in ("normal", "offset", "velocity", "friction", "thickness", "owner"):
                 getattr(planes, field)[past] = getattr(previous, field)[past]
         return planes
+
+    @staticmethod
+    def _near(x, reach, tri, owner):
+        """(point, triangle) pairs whose bounding boxes, the point's grown by its reach, overlap: first
+        the triangles near each body's points as a whole (not its own), then each point against those.
+        Points are indexed as x.reshape(-1, 3)."""
+        low, high = tri.min(1), tri.max(1)
+        rows, cols = [], []
+        for body in range(x.shape[0]):
+            grow = reach[body][:, None]
+            around = (high >= (x[body] - grow).min(0)).all(-1) & (low <= (x[body] + grow).max(0)).all(-1)
+            candidates = np.flatnonzero(around & (owner != body))  # a body does not collide with itself
+            if not len(candidates):
+                continue
+            near = ((x[body][:, None] >= low[candidates][None] - grow[..., None]) &
+                    (x[body][:, None] <= high[candidates][None] + grow[..., None])).all(-1)
+            point, index = np.nonzero(near)
+            rows.append(point + body * x.shape[1])
+            cols.append(candidates[index])
+        if not rows:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(rows), np.concatenate(cols)
 
     def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
         """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
