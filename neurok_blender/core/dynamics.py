@@ -51,6 +51,8 @@ class Environment:
     pin_points: torch.Tensor | None = None  # (B, N, 3) rest positions, each held at its place at t = 0
     pin_mass: torch.Tensor | None = None  # (B, N) mass share each pin holds, 0 = padding
     pin_stiffness: float = 1e5  # s^-2: per unit mass, like the ground's; a pin gives g / k under its share's weight
+    pin_path: torch.Tensor | None = None  # (B, K, N, 3) where the pins are held at frames 0..K-1 (m), else at pin_points
+    pin_fps: float = 24.0  # frames per second of pin_path
     load_points: torch.Tensor | None = None  # (B, L, 3) rest positions
     load_vectors: torch.Tensor | None = None  # (B, L, 3) N
     load_windows: torch.Tensor | None = None  # (B, L, 2) s
@@ -85,6 +87,7 @@ class LagrangianSystem:
         self.pin_points = env.pin_points if env.pin_points is not None else empty
         self.pin_mass = env.pin_mass if env.pin_mass is not None else torch.zeros(b, 0, dtype=dtype)
         self.n_pin = self.pin_points.shape[1]
+        self.clock = 0.0  # s: the time of the state forces are asked about (the integrators set it)
         self.load_points = None
         self.set_loads(env.load_points if env.load_points is not None else empty,
                        env.load_vectors if env.load_vectors is not None else empty,
@@ -240,6 +243,7 @@ class LagrangianSystem:
         on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
         self.active_loads = self.load_vectors * on[..., None]
         jump = torch.zeros(self.contact_points.shape[0], dtype=self.contact_points.dtype)
+        self.clock = t0
         if self.obstacles is None or q is None:
             return jump
         x, v = self._contact_motion(q, q_dot)
@@ -254,7 +258,21 @@ class LagrangianSystem:
             rotation, origin = self._owner_frames(q)
             normal = (rotation.transpose(-1, -2) @ self.planes.normal[..., None])[..., 0]
             self._carried = (normal, self.planes.offset - (self.planes.normal * origin).sum(-1))
-        return self._contact_energy(q, x) - before
+        return jump + self._contact_energy(q, x) - before
+
+    def pin_place(self, t: float):
+        """Where the pins hold the body at time t (B, N, 3) and how fast that moves (B, N, 3): their
+        rest places, or pin_path's, linear between its frames and the last held."""
+        path = self.env.pin_path
+        if path is None:
+            return self.pin_points, torch.zeros_like(self.pin_points)
+        f = t * self.env.pin_fps
+        if path.shape[1] == 1 or f >= path.shape[1] - 1:
+            return path[:, -1] if f > 0 else path[:, 0], torch.zeros_like(path[:, 0])
+        f = max(f, 0.0)
+        k = int(f)
+        w = f - k
+        return (1 - w) * path[:, k] + w * path[:, k + 1], (path[:, k + 1] - path[:, k]) * self.env.pin_fps
 
     def _reduced(self, planes):
         """Each pair's share of the two-body reduced mass, M_o / (M_o + M) against a body of mass M_o and
@@ -335,8 +353,9 @@ class LagrangianSystem:
 
     def forces(self, q, q_dot, s: State, rayleigh: bool = True):
         """Generalized forces split as (conservative, point loads, dissipative), each (B, n). Sets
-        ``transfer`` (B,), the power another body's motion puts into the contact springs of each body's
-        points (f . u of each spring on a surface moving at u), booked as work done on it with the loads'.
+        ``transfer`` (B,), the power that moving anchors put into the springs of each body's points (f . u
+        of each spring whose other end moves at u: another body's surface, a pin on its path), booked as
+        work done on it with the loads'. Things that move with time are taken at ``clock``.
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
         friction, rolling resistance, drag, Rayleigh damping (left out with ``rayleigh=False``, for an
@@ -348,9 +367,11 @@ class LagrangianSystem:
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
         conservative = (self.gravity @ s.mass.moment)
-        if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its rest place
-            conservative = conservative + _jt(jp, -self.env.pin_stiffness * self.pin_mass[..., None]
-                                              * (s.x[:, nc:nc + npin] - self.pin_points))
+        if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its place at this time
+            place, moving = self.pin_place(self.clock)
+            pull = -self.env.pin_stiffness * self.pin_mass[..., None] * (s.x[:, nc:nc + npin] - place)
+            conservative = conservative + _jt(jp, pull)
+            self.transfer = self.transfer + (pull * moving).sum((1, 2))  # a moving pin stretches its spring
         grad_v = self.potential_gradient(q)
         if grad_v is not None:
             conservative = conservative - grad_v
@@ -377,7 +398,7 @@ class LagrangianSystem:
             if self._carried is not None:
                 loads = loads + self.reactions(q, s.x[:, :nc].repeat(1, slots, 1), spring + resist, planes.owner)
                 met = (planes.owner >= 0)[..., None]
-                self.transfer = (spring * planes.velocity * met).sum((1, 2))
+                self.transfer = self.transfer + (spring * planes.velocity * met).sum((1, 2))
             if bool((self.per_body["rolling_lever"] > 0).any()):
                 dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing.sum(-1))
         return conservative, loads, dissipative
@@ -472,9 +493,12 @@ class LagrangianSystem:
         return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
 
     def loaded(self, t0: float, t1: float) -> bool:
-        """Whether a point load acts in the step [t0, t1] (by its midpoint, as ``set_interval``)."""
+        """Whether a point load acts in the step [t0, t1] (by its midpoint, as ``set_interval``) or the
+        pins move in it (a sleeping body wakes for either)."""
         mid = 0.5 * (t0 + t1)
         on = (self.load_windows[..., 0] <= mid) & (mid < self.load_windows[..., 1])
+        if self.env.pin_path is not None and not torch.equal(self.pin_place(t0)[0], self.pin_place(t1)[0]):
+            return True
         return bool((on & (self.load_vectors != 0).any(-1)).any())
 
     @property
@@ -544,7 +568,7 @@ class LagrangianSystem:
         if self.planes is not None:
             contact = self._contact_energy(q, acting[:, :nc])
         if npin:
-            stretch = acting[:, nc:nc + npin] - self.pin_points
+            stretch = acting[:, nc:nc + npin] - self.pin_place(self.clock)[0]
             pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact, "pins": pins}
 

@@ -28,15 +28,16 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
     Returns (q, q_dot, work of loads, dissipated energy) at t1.
     """
     if method == "leapfrog":
-        return leapfrog(system, q, q_dot, t1 - t0)
+        return leapfrog(system, q, q_dot, t1 - t0, t0)
     if method == "rk4":
-        return three_eighths(system, q, q_dot, t1 - t0)
+        return three_eighths(system, q, q_dot, t1 - t0, t0)
     if method not in STEPPERS:
         raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(STEPPERS)} "
                          f"({AUTO!r} is chosen among them by the rollout)")
 
     def rhs(t, y):
         qq, vv, _, _ = y
+        system.clock = float(t)
         acc, load_power, dissipated_power = system.acceleration(qq, vv)
         return vv, acc, load_power, dissipated_power
 
@@ -50,7 +51,7 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
     return tuple(y[-1] for y in out)
 
 
-def three_eighths(system: LagrangianSystem, q, q_dot, h: float):
+def three_eighths(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0):
     """One step of Kutta's 3/8 rule (fourth order; torchdiffeq's "rk4") for y' = f(y), y = (q, q_dot, W, E_d):
 
         k1 = f(y),  k2 = f(y + h k1 / 3),  k3 = f(y + h (k2 - k1 / 3)),  k4 = f(y + h (k1 - k2 + k3))
@@ -58,19 +59,20 @@ def three_eighths(system: LagrangianSystem, q, q_dot, h: float):
 
     The energies W and E_d enter no rate, so only their rates are kept."""
 
-    def rate(qq, vv):
+    def rate(qq, vv, t):
+        system.clock = t  # for what moves with time (a pin path)
         acc, load_power, dissipated_power = system.acceleration(qq, vv)
         return vv, acc, load_power, dissipated_power
 
-    k1 = rate(q, q_dot)
-    k2 = rate(q + h * k1[0] / 3, q_dot + h * k1[1] / 3)
-    k3 = rate(q + h * (k2[0] - k1[0] / 3), q_dot + h * (k2[1] - k1[1] / 3))
-    k4 = rate(q + h * (k1[0] - k2[0] + k3[0]), q_dot + h * (k1[1] - k2[1] + k3[1]))
+    k1 = rate(q, q_dot, t0)
+    k2 = rate(q + h * k1[0] / 3, q_dot + h * k1[1] / 3, t0 + h / 3)
+    k3 = rate(q + h * (k2[0] - k1[0] / 3), q_dot + h * (k2[1] - k1[1] / 3), t0 + 2 * h / 3)
+    k4 = rate(q + h * (k1[0] - k2[0] + k3[0]), q_dot + h * (k1[1] - k2[1] + k3[1]), t0 + h)
     dq, dq_dot, work, dissipated = ((a + 3 * (b + c) + d) * h / 8 for a, b, c, d in zip(k1, k2, k3, k4))
     return q + dq, q_dot + dq_dot, work, dissipated
 
 
-def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
+def leapfrog(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0):
     """Generalized Stoermer-Verlet for H(q, p) = 1/2 p^T M(q)^-1 p + U(q), p = M q_dot (Hairer et al., GNI):
 
         p_half = p_n + h/2 (dT/dq(q_n, M_n^-1 p_half) + Q_c(q_n) + Q_n - D_n v_half)    (implicit in p_half)
@@ -86,6 +88,7 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
     force's work in a kick is Q . (mean velocity across the kick).
     """
     s0 = system.state(q, q_dot)
+    system.clock = t0
     cons0, loads0, diss0 = system.forces(q, q_dot, s0, rayleigh=False)
     transfer0 = system.transfer
     damping0 = system.damping_matrix(s0.mass_matrix)
@@ -111,6 +114,7 @@ def leapfrog(system: LagrangianSystem, q, q_dot, h: float):
 
     v1 = system.solve(system.mass_matrix(q_new), p_half)
     s1 = system.state(q_new, v1)
+    system.clock = t0 + h
     cons1, loads1, diss1 = system.forces(q_new, v1, s1, rayleigh=False)
     transfer1 = system.transfer  # power into the contact springs from other bodies' motion (LagrangianSystem.forces)
     damping1 = system.damping_matrix(s1.mass_matrix)

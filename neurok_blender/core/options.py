@@ -158,7 +158,9 @@ class Conditions:
     (``material.contact_restitution``). ``integrator="auto"`` runs RK4,
     or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
     ``pins`` are vertices held where they are at frame 0 for the whole run, each on a stiff spring
-    (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge. ``colliders`` are obstacles
+    (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge; with ``pin_path`` they are
+    held where it says at each frame instead (linear between frames, the last held): a flag on a
+    moving pole, a lamp swung by its cord. ``colliders`` are obstacles
     beside the ground (``Collider``).
     """
 
@@ -171,6 +173,7 @@ class Conditions:
     forces: list[Force] = field(default_factory=list)
     pull: Pull | None = None
     pins: list[int] | None = None  # vertices held where they are at frame 0, the whole run
+    pin_path: np.ndarray | None = None  # (K, len(pins), 3) where the pins are held at frames 0..K-1 (m, world)
     colliders: list[Collider] = field(default_factory=list)
     mass: float = 1.0
     friction: float = 0.5
@@ -224,6 +227,13 @@ class Conditions:
                 raise ValueError("pins must be a non-empty list of vertex indices, or None")
             if idx.min() < 0 or idx.max() >= vertex_count:
                 raise ValueError(f"pins must lie in [0, {vertex_count - 1}]")
+        if self.pin_path is not None:
+            path = np.asarray(self.pin_path, dtype=np.float64)
+            count = 0 if self.pins is None else len(self.pins)
+            if self.pins is None or path.ndim != 3 or path.shape[0] == 0 or path.shape[1:] != (count, 3) \
+                    or not np.isfinite(path).all():
+                raise ValueError(f"pin_path must be a finite (K, {count}, 3) array of where the pins are held at "
+                                 "each frame, with pins given")
 
 
 def _check_pull(pull, vertex_count):

@@ -161,8 +161,9 @@ def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
     forces = [force if force.point is None else
               dataclasses.replace(force, point=np.asarray(force.point, dtype=np.float64) + up)
               for force in conditions.forces]
+    path = None if conditions.pin_path is None else np.asarray(conditions.pin_path, dtype=np.float64) + up
     return (vertices + up, None if points is None else np.asarray(points, dtype=np.float64) + up,
-            dataclasses.replace(conditions, forces=forces), depth)
+            dataclasses.replace(conditions, forces=forces, pin_path=path), depth)
 
 
 def output_points(points):
@@ -187,7 +188,9 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         return torch.as_tensor(np.asarray(rows, dtype=np.float64).reshape(1, -1, width), dtype=DTYPE)
 
     ground = None if conditions.ground_height is None else torch.tensor([conditions.ground_height], dtype=DTYPE)
-    pins = vertices[np.unique(conditions.pins)] if conditions.pins is not None else np.zeros((0, 3))
+    pinned, first = np.unique(conditions.pins, return_index=True) if conditions.pins is not None else ([], [])
+    pins = vertices[pinned] if conditions.pins is not None else np.zeros((0, 3))
+    path = None if conditions.pin_path is None else np.asarray(conditions.pin_path, dtype=np.float64)[:, first]
     return Environment(
         gravity=torch.as_tensor(conditions.gravity, dtype=DTYPE),
         ground_height=ground,
@@ -199,6 +202,7 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),
         pin_points=tensor(pins, 3),
         pin_mass=torch.full((1, len(pins)), conditions.mass / max(len(pins), 1), dtype=DTYPE),
+        pin_path=None if path is None else torch.as_tensor(path, dtype=DTYPE)[None], pin_fps=conditions.fps,
         load_points=tensor(load_points, 3),
         load_vectors=tensor(load_vectors, 3),
         load_windows=tensor(load_windows, 2),
