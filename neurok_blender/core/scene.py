@@ -19,6 +19,7 @@ from .dynamics import Environment, LagrangianSystem
 from .kinematics import MASS, KinematicMap, MassTerms
 from .obstacles import BodySurfaces, Obstacles
 from .options import Conditions
+from .rigid import RigidBodyMap
 from .simulation import Body, SimulationResult, prepare
 from .trajectory import rollout
 
@@ -27,24 +28,39 @@ SHARED = ("frames", "fps", "gravity", "ground_height", "integrator", "substeps",
 
 class StackedMap(KinematicMap):
     """Maps of one body each (B = 1) as the rows of one batch. Row b has the coordinates of map b and
-    zeros after them; a padding coordinate has unit mass and no force, so it stays at rest."""
+    zeros after them; a padding coordinate has unit mass and no force, so it stays at rest. The rigid
+    bodies are merged into one batched RigidBodyMap (its closed forms then run once for all of them)."""
 
     def __init__(self, maps: list[KinematicMap]):
         super().__init__()
-        self.maps = maps
-        self.sizes = [m.n_dof for m in maps]
-        n = max(self.sizes)
         for m in maps:
             if not (bool(m.rigid_dofs[:6].all()) and not bool(m.rigid_dofs[6:].any())):
                 raise ValueError("each stacked map has six rigid coordinates first (translation, rotation)")
+        rigid = [i for i, m in enumerate(maps) if isinstance(m, RigidBodyMap)]
+        self.groups = [([i], m) for i, m in enumerate(maps) if i not in rigid]  # (rows, the map that moves them)
+        if rigid:
+            merged = RigidBodyMap(torch.cat([maps[i].centers for i in rigid]),
+                                  torch.cat([maps[i].mass_points for i in rigid]),
+                                  torch.cat([maps[i].masses for i in rigid]), maps[rigid[0]].dtype)
+            merged.orientation = torch.cat([maps[i].orientation for i in rigid])
+            self.groups.append((rigid, merged))
+        order = [row for rows, _ in self.groups for row in rows]
+        self.inverse = torch.argsort(torch.tensor(order))  # group-ordered rows back to the bodies' order
+        self.sizes = [m.n_dof for m in maps]
+        n = max(self.sizes)
         self.rigid_dofs = torch.arange(n) < 6
         count = max(m.mass_points.shape[1] for m in maps)
         self.mass_points = torch.cat([_repeat_last(m.mass_points, count) for m in maps])
-        self.potentials = [m.potential(m.rest_coordinates()) is not None for m in maps]  # which rows have one
         self.masses = torch.cat([torch.nn.functional.pad(m.masses, (0, count - m.masses.shape[1])) for m in maps])
+        self.potentials = [m.potential(m.rest_coordinates()) is not None for _, m in self.groups]  # which groups have one
 
-    def _rows(self, q):
-        return [q[i:i + 1, :k] for i, k in enumerate(self.sizes)]
+    def _parts(self, q):
+        """q (B, n) as each group's own coordinates."""
+        return [q[rows, :m.n_dof] for rows, m in self.groups]
+
+    def _rows(self, parts):
+        """Each group's tensors (len(rows), ...) back in the bodies' order."""
+        return torch.cat(parts)[self.inverse]
 
     def _pad(self, t, dims=(-1,)):
         """Zeros after a row's own coordinates along ``dims``."""
@@ -55,83 +71,86 @@ class StackedMap(KinematicMap):
         return t
 
     def rest_coordinates(self):
-        return torch.cat([self._pad(m.rest_coordinates()) for m in self.maps])
+        return self._rows([self._pad(m.rest_coordinates()) for _, m in self.groups])
 
     @property
     def extent(self):
-        return torch.cat([torch.as_tensor(m.extent, dtype=self.dtype).reshape(1) for m in self.maps])
+        return self._rows([torch.as_tensor(m.extent, dtype=self.dtype).reshape(-1) for _, m in self.groups])
 
     def attach(self, name, points, parts=None, output=False):
         super().attach(name, points)
-        for i, m in enumerate(self.maps):
-            m.attach(name, points[i:i + 1], output=output)
+        for rows, m in self.groups:
+            m.attach(name, points[rows], output=output)
 
     def points(self, name):
         return self.mass_points if name == MASS else super().points(name)
 
     def embed(self, q, name):
         if name == MASS:
-            return torch.cat([_repeat_last(m.embed(r, MASS), self.mass_points.shape[1]) for m, r in zip(self.maps, self._rows(q))])
-        return torch.cat([m.embed(r, name) for m, r in zip(self.maps, self._rows(q))])
+            count = self.mass_points.shape[1]
+            return self._rows([torch.cat([_repeat_last(x[None], count) for x in m.embed(r, MASS)])
+                               for (_, m), r in zip(self.groups, self._parts(q))])
+        return self._rows([m.embed(r, name) for (_, m), r in zip(self.groups, self._parts(q))])
 
     def jacobian(self, q, name):
-        parts = [m.jacobian(r, name) for m, r in zip(self.maps, self._rows(q))]
-        return torch.cat([x for x, _ in parts]), torch.cat([self._pad(j) for _, j in parts])
+        parts = [m.jacobian(r, name) for (_, m), r in zip(self.groups, self._parts(q))]
+        return self._rows([x for x, _ in parts]), self._rows([self._pad(j) for _, j in parts])
 
     def mass_terms(self, q, q_dot):
-        terms = [m.mass_terms(r, v) for m, r, v in zip(self.maps, self._rows(q), self._rows(q_dot))]
+        terms = [m.mass_terms(r, v) for (_, m), r, v in zip(self.groups, self._parts(q), self._parts(q_dot))]
         matrices = []
-        for term, k in zip(terms, self.sizes):
+        for term, (_, m) in zip(terms, self.groups):
+            k = m.n_dof
             matrix = self._pad(term.mass_matrix, (-1, -2))
-            scale = term.mass_matrix.diagonal(dim1=-2, dim2=-1).mean()
-            matrix[:, k:, k:] += scale * torch.eye(self.n_dof - k, dtype=self.dtype)  # padding: unit inertia
+            scale = term.mass_matrix.diagonal(dim1=-2, dim2=-1).mean(-1)
+            matrix[:, k:, k:] += scale[:, None, None] * torch.eye(self.n_dof - k, dtype=self.dtype)  # padding: unit inertia
             matrices.append(matrix)
-        return MassTerms(mass_matrix=torch.cat(matrices),
-                         quadratic=torch.cat([self._pad(t.quadratic) for t in terms]),
-                         kinetic_gradient=torch.cat([self._pad(t.kinetic_gradient) for t in terms]),
-                         moment=torch.cat([self._pad(t.moment) for t in terms]))
+        return MassTerms(mass_matrix=self._rows(matrices),
+                         quadratic=self._rows([self._pad(t.quadratic) for t in terms]),
+                         kinetic_gradient=self._rows([self._pad(t.kinetic_gradient) for t in terms]),
+                         moment=self._rows([self._pad(t.moment) for t in terms]))
 
     def potential(self, q):
         if not any(self.potentials):
             return None
-        return torch.cat([m.potential(r) if has else torch.zeros(1, dtype=q.dtype)
-                          for m, r, has in zip(self.maps, self._rows(q), self.potentials)])
+        return self._rows([m.potential(r) if has else torch.zeros(len(rows), dtype=q.dtype)
+                           for (rows, m), r, has in zip(self.groups, self._parts(q), self.potentials)])
 
     def potential_gradient(self, q):
-        rows = []
-        for m, r, has in zip(self.maps, self._rows(q), self.potentials):
+        parts = []
+        for (rows, m), r, has in zip(self.groups, self._parts(q), self.potentials):
             if not has:
-                rows.append(torch.zeros(1, self.n_dof, dtype=q.dtype))
+                parts.append(torch.zeros(len(rows), self.n_dof, dtype=q.dtype))
                 continue
             gradient = m.potential_gradient(r)
             if gradient is None:  # a map without a closed form: the engine differentiates the sum
                 return None
-            rows.append(self._pad(gradient))
-        return torch.cat(rows)
+            parts.append(self._pad(gradient))
+        return self._rows(parts)
 
     def recenter(self, q, q_dot):
-        moved = [m.recenter(r, v) for m, r, v in zip(self.maps, self._rows(q), self._rows(q_dot))]
-        return torch.cat([self._pad(a) for a, _ in moved]), torch.cat([self._pad(b) for _, b in moved])
+        moved = [m.recenter(r, v) for (_, m), r, v in zip(self.groups, self._parts(q), self._parts(q_dot))]
+        return self._rows([self._pad(a) for a, _ in moved]), self._rows([self._pad(b) for _, b in moved])
 
     def flow(self, q):
-        return torch.cat([m.flow(r) for m, r in zip(self.maps, self._rows(q))])
+        return self._rows([m.flow(r) for (_, m), r in zip(self.groups, self._parts(q))])
 
     def snapshot(self):
-        return [m.snapshot() for m in self.maps]
+        return [m.snapshot() for _, m in self.groups]
 
     def restore(self, snapshot):
-        for m, state in zip(self.maps, snapshot):
+        for (_, m), state in zip(self.groups, snapshot):
             m.restore(state)
 
     def pose(self, q):
-        poses = [m.pose(r) for m, r in zip(self.maps, self._rows(q))]
-        return {k: torch.cat([p[k] for p in poses]) for k in ("translation", "rotation")}
+        poses = [m.pose(r) for (_, m), r in zip(self.groups, self._parts(q))]
+        return {k: self._rows([p[k] for p in poses]) for k in ("translation", "rotation")}
 
     def chart_speed(self, q_dot):
-        return max(m.chart_speed(v) for m, v in zip(self.maps, self._rows(q_dot)))
+        return max(m.chart_speed(v) for (_, m), v in zip(self.groups, self._parts(q_dot)))
 
     def latent_speed(self, q_dot):
-        return max(m.latent_speed(v) for m, v in zip(self.maps, self._rows(q_dot)))
+        return max(m.latent_speed(v) for (_, m), v in zip(self.groups, self._parts(q_dot)))
 
 
 def _repeat_last(points, count):
