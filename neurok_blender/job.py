@@ -58,6 +58,8 @@ class SimulationJob:
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
         colliders = read_colliders(obj, scene, start, end, scale, exclude=together)
+        if conditions.pins is not None and np.abs(hand_off.worlds - hand_off.worlds[:1]).max() > 0:
+            conditions = dataclasses.replace(conditions, pin_path=pins_carried(hand_off.worlds, vertices[conditions.pins]) * scale)
         conditions = dataclasses.replace(
             conditions, velocity=tuple(np.add(conditions.velocity, hand_off.velocity * scale)),
             angular_velocity=tuple(np.add(conditions.angular_velocity, hand_off.angular_velocity)), colliders=colliders)
@@ -122,6 +124,13 @@ class SimulationJob:
             raise ValueError(f"'{self.name}' was deleted or its mesh changed while it was simulated; nothing was baked")
         check_target(obj)
         return obj
+
+
+def pins_carried(worlds: np.ndarray, pinned: np.ndarray) -> np.ndarray:
+    """Where an animated object's transform takes its pinned vertices (world, at the start) at each
+    frame: a_t = W_t W_0^-1 a_0 (F, N, 3), so the pins follow its keyframes, parent or constraints."""
+    moves = worlds @ np.linalg.inv(worlds[0])
+    return np.einsum("fij,pj->fpi", moves[:, :3, :3], pinned) + moves[:, None, :3, 3]
 
 
 SHARED_SETTINGS = {"frames": "frame range", "ground_height": "ground", "integrator": "integrator",

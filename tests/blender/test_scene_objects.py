@@ -119,3 +119,21 @@ def test_bodies_simulated_together_share_a_frame_range():
 
     with pytest.raises(ValueError, match="'Second' and 'First' differ in frame range"):
         api.simulate_together([first, second])
+
+
+def test_pins_follow_the_objects_animation():
+    """A box keyframed 2 m sideways over a second, pinned by its top face: the pinned vertices go
+    where the keyframes take them and the rest hangs from them."""
+    obj = add_box(size=0.4, location=(0.0, 0.0, 2.0))
+    top = obj.vertex_groups.new(name="Top")
+    top.add([v.index for v in obj.data.vertices if v.co.z > 0], 1.0, "REPLACE")
+    obj.neurok.pin_group, obj.neurok.frame_end = "Top", 30
+    obj.keyframe_insert("location", frame=1)
+    obj.location.x = 2.0
+    obj.keyframe_insert("location", frame=25)
+    assert bpy.ops.neurok.simulate() == {"FINISHED"}
+    pinned = [v.index for v in obj.data.vertices if v.co.z > 0]
+    for frame in (13, 25, 30):
+        bpy.context.scene.frame_set(frame)
+        expected = np.array([obj.matrix_world @ obj.data.vertices[i].co for i in pinned])  # the keyframes' place
+        assert np.abs(evaluated_vertices(obj, frame)[pinned] - expected).max() < 0.01
