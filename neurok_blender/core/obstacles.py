@@ -114,9 +114,10 @@ class Obstacles:
                surfaces=None) -> Planes:
         """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the colliders taken
         at its midpoint and the bodies' ``surfaces`` (positions, velocities (B, V, 3)) as they are at t
-        (the engine carries those planes with their bodies through the step). A point gets one if it is within tau + reach of a surface not its own body's, reach =
-        2 h (|v| + |u|) + SLACK its own and the surface's travel, or if it has gone past the surface of
-        ``previous`` (the last step's planes, moved on to t with their surfaces)."""
+        (the engine carries those planes with their bodies through the step). A point gets one if it
+        is within tau + reach of a surface not its own body's, reach = 2 h (|v| + |u|) + SLACK its own
+        and the surface's travel, or if it has gone past the surface of ``previous`` (the last step's
+        planes, moved on to t with their surfaces)."""
         b, c, _ = x.shape
         tri, tri_velocity, friction, thickness, closed, owner = self.triangles(t + 0.5 * h, surfaces)
         speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
