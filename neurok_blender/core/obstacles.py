@@ -54,6 +54,7 @@ class BodySurfaces:
 
     faces: list[np.ndarray]  # per body (T_b, 3), indices into its rows of the positions below
     friction: np.ndarray  # (B,) each body's Coulomb coefficient
+    closed: np.ndarray  # (B,) bool: whether its mesh is a closed solid (a point inside it is pushed out)
     thickness: float = 0.005  # m: the gap at which two bodies touch
 
 
@@ -106,7 +107,7 @@ class Obstacles:
             where, moving = surfaces
             for body, faces in enumerate(self.bodies.faces):
                 parts.append((where[body][faces], moving[body][faces], np.full(len(faces), self.bodies.friction[body]),
-                              np.full(len(faces), self.bodies.thickness), np.zeros(len(faces), bool),
+                              np.full(len(faces), self.bodies.thickness), np.full(len(faces), self.bodies.closed[body]),
                               np.full(len(faces), body)))
         return tuple(np.concatenate(column) for column in zip(*parts))
 

@@ -119,11 +119,7 @@ class Collider:
 
     @property
     def closed(self) -> bool:
-        """Whether every edge joins exactly two triangles: then it has an inside (a closed solid)."""
-        faces = np.asarray(self.faces, dtype=np.int64)
-        edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-        _, counts = np.unique(edges, axis=0, return_counts=True)
-        return bool((counts == 2).all())
+        return closed_mesh(self.faces)
 
     def check(self) -> None:
         """Raise ValueError naming the first bad field."""
@@ -138,6 +134,14 @@ class Collider:
             raise ValueError(f"collider {self.name!r}: faces must index its {positions.shape[1]} vertices")
         _non_negative(f"collider {self.name!r} friction", self.friction)
         _positive(f"collider {self.name!r} thickness", self.thickness)
+
+
+def closed_mesh(faces) -> bool:
+    """Whether every edge joins exactly two triangles: then the mesh has an inside (a closed solid)."""
+    faces = np.asarray(faces, dtype=np.int64)
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    return bool((counts == 2).all())
 
 
 @dataclass
