@@ -31,7 +31,7 @@ def test_two_boxes_thrown_at_each_other_bounce_apart_keeping_momentum_and_the_re
 
 
 def test_a_stack_of_five_boxes_settles_on_the_ground_without_passing_through_each_other():
-    bodies = [(*box((0.3, 0.3, 0.3), (-0.15, -0.15, 0.05 + 0.4 * i)), Conditions(frames=48, ground_height=0.0, category="rigid"))
+    bodies = [(*box((0.3, 0.3, 0.3), (-0.15, -0.15, 0.05 + 0.4 * i)), Conditions(frames=30, ground_height=0.0, category="rigid"))
               for i in range(5)]
     result = simulate_scene(bodies)
     bottoms = np.array([r.positions[-1, :, 2].min() for r in result])
