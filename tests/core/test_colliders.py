@@ -75,7 +75,7 @@ def test_a_ball_rolls_down_a_tilted_plank_as_on_a_tilted_ground_and_falls_off_it
     slower than the no-slip 5/7 g sin: the penalty contact sinks the ball a few millimetres and its
     dashpots resist the turning of that footprint (docs/physics.md, "Colliders")."""
     angle, radius, mass, fps = math.radians(15), 0.15, 1.0, 24
-    shell = fibonacci_sphere(800) * radius
+    shell = fibonacci_sphere(400) * radius
     weights = np.full(len(shell), mass / len(shell))
     pv, pf, turn = incline(angle, length=2.0)
     acceleration, falls = {}, None
