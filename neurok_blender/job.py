@@ -41,10 +41,12 @@ class SimulationJob:
     seconds: float = 0.0
 
     @classmethod
-    def read(cls, obj, options: SolverOptions | None = None, together: tuple = ()) -> "SimulationJob":
+    def read(cls, obj, options: SolverOptions | None = None, together: tuple = (),
+             colliders: bool = True) -> "SimulationJob":
         """Everything the solve needs, copied out of Blender; ValueError says what is wrong.
         ``options`` overrides the preferences (the command line's ``--threads``); ``together``, the
-        bodies simulated with it, which are no colliders of its."""
+        bodies simulated with it, which are no colliders of its; ``colliders=False`` leaves the scene's
+        colliders unread (a scene's come with its first body)."""
         scene = bpy.context.scene
         check_target(obj)
         start, end = frame_range(obj, scene)
@@ -57,7 +59,7 @@ class SimulationJob:
             hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
         scale = unit_scale(scene)
         conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
-        colliders = read_colliders(obj, scene, start, end, scale, exclude=together)
+        colliders = read_colliders(obj, scene, start, end, scale, exclude=together) if colliders else []
         if conditions.pins is not None and np.abs(hand_off.worlds - hand_off.worlds[:1]).max() > 0:
             conditions = dataclasses.replace(conditions, pin_path=pins_carried(hand_off.worlds, vertices[conditions.pins]) * scale)
         conditions = dataclasses.replace(
@@ -150,7 +152,8 @@ class SceneJob:
         """Each object read as Simulate reads one; ValueError when they do not share a frame range,
         ground, integrator, substeps and sleep (a scene runs on one clock), naming the two that differ."""
         objects = list(objects)
-        jobs = [SimulationJob.read(obj, options, together=tuple(objects)) for obj in objects]
+        jobs = [SimulationJob.read(obj, options, together=tuple(objects), colliders=i == 0)
+                for i, obj in enumerate(objects)]
         first = jobs[0]
         for other in jobs[1:]:
             if other.start != first.start:
@@ -189,9 +192,7 @@ class SceneJob:
         torch.set_num_threads(options.torch_threads)
         began = time.perf_counter()
         learned = any(job.conditions.category != "rigid" for job in self.jobs)
-        scene = [(job.vertices, job.triangles, job.conditions if i == 0 else dataclasses.replace(job.conditions, colliders=[]))
-                 for i, job in enumerate(self.jobs)]  # a scene's colliders come with its first body
-        results = simulate_scene(scene,
+        results = simulate_scene([(job.vertices, job.triangles, job.conditions) for job in self.jobs],
                                  model=load_model(options) if learned else None, progress=progress,
                                  points=[job.points for job in self.jobs])
         for job in self.jobs:

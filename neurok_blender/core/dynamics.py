@@ -18,7 +18,7 @@ import torch
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
-from .obstacles import Obstacles, Planes
+from .obstacles import Obstacles, Planes, along_frames
 from .rotation import body_angular_velocity, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
@@ -99,6 +99,7 @@ class LagrangianSystem:
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self._factored = None  # (M, its factor): see factor
+        self._posed = None  # (q, the bodies' rotations): see _rotations
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.obstacles = env.obstacles if self.n_contact else None
         self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
@@ -107,12 +108,13 @@ class LagrangianSystem:
         self._started = 0.0  # s: when the step of the current collider planes began
         if self.obstacles is not None and self.obstacles.bodies is not None:
             kinematic_map.attach(SURFACE, env.surface_points, output=True)
-        self.planes = self._ground_planes()  # contact.ContactPlanes the contact points meet this step
+        self._ground = self._ground_planes()  # the ground's planes, the same every step
+        self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
         if self.deforms and (self.touchable or self.n_pin):
             # a contact point or pin the deformation moves with little inertia gets a spring of its own
-            # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.ground_forces)
+            # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.plane_forces)
             rest = self.map.rest_coordinates()
             jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact + self.n_pin]
             chol, _ = self.factor(self.mass_matrix(rest))
@@ -152,12 +154,13 @@ class LagrangianSystem:
     def restore(self, snapshot) -> None:
         state, planes, self._surfaces, self._carried, self._started, self._impact_normal = snapshot
         self.map.restore(state)
+        self._posed = None  # the rotations of the same q differ with the map's restored orientation
         if self.obstacles is not None:
             self._collider_planes = planes
             self.planes = self._combined_planes()
 
     def _combined_planes(self):
-        ground = self._ground_planes()
+        ground = self._ground
         if self._collider_planes is None:
             return ground
         colliders = self._collider_contact(self._collider_planes)
@@ -263,16 +266,10 @@ class LagrangianSystem:
     def pin_place(self, t: float):
         """Where the pins hold the body at time t (B, N, 3) and how fast that moves (B, N, 3): their
         rest places, or pin_path's, linear between its frames and the last held."""
-        path = self.env.pin_path
-        if path is None:
+        if self.env.pin_path is None:
             return self.pin_points, torch.zeros_like(self.pin_points)
-        f = t * self.env.pin_fps
-        if path.shape[1] == 1 or f >= path.shape[1] - 1:
-            return path[:, -1] if f > 0 else path[:, 0], torch.zeros_like(path[:, 0])
-        f = max(f, 0.0)
-        k = int(f)
-        w = f - k
-        return (1 - w) * path[:, k] + w * path[:, k + 1], (path[:, k + 1] - path[:, k]) * self.env.pin_fps
+        place, per_frame = along_frames(self.env.pin_path.movedim(1, 0), t * self.env.pin_fps)
+        return place, per_frame * self.env.pin_fps
 
     def _reduced(self, planes):
         """Each pair's share of the two-body reduced mass, M_o / (M_o + M) against a body of mass M_o and
@@ -296,17 +293,24 @@ class LagrangianSystem:
             planes.offset[met] = carried.offset[:, -c:].numpy()[met]
         return planes
 
+    def _rotations(self, q):
+        """Each body's world rotation (B, 3, 3) at q; the last one is kept, as the factor of M is: the
+        planes, the push back and their energy ask about the same q within an evaluation."""
+        if self._posed is None or self._posed[0] is not q:
+            self._posed = (q, self.map.pose(q)["rotation"])
+        return self._posed[1]
+
     def _owner_frames(self, q):
         """Each pair's owner's rotation (B, P, 3, 3) and translation (B, P, 3) at q (any row for no owner)."""
         owner = self.planes.owner.clamp(min=0)
-        return self.map.pose(q)["rotation"][owner], q[:, :3][owner]
+        return self._rotations(q)[owner], q[:, :3][owner]
 
     def _planes_at(self, q, x=None, q_dot=None):
         """The contact planes at q: a plane on another body's surface moves with that body's rigid motion
         since the step began, normal R R_0^T n_0 and offset through its translation, and (given the
         contact points x (B, C, 3) and q_dot) at the velocity p_dot + omega x (x - p) of the owner's
-        material there. So the
-        two bodies meet through one spring between them within the step, not a surface a step behind."""
+        material there. So the two bodies meet through one spring between them within the step, not a
+        surface a step behind."""
         planes = self.planes
         if self._carried is None:
             return planes
@@ -317,7 +321,7 @@ class LagrangianSystem:
         velocity = planes.velocity
         if x is not None:
             owner = planes.owner.clamp(min=0)
-            spin = (self.map.pose(q)["rotation"] @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
+            spin = (self._rotations(q) @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
             velocity = q_dot[:, :3][owner] + torch.linalg.cross(spin[owner], x.repeat(1, planes.slots, 1) - origin)
         return dataclasses.replace(planes, normal=torch.where(met[..., None], normal, planes.normal),
                                    offset=torch.where(met, offset, planes.offset),
@@ -414,7 +418,7 @@ class LagrangianSystem:
         met = owner >= 0
         rows, push, at = owner[met], -force[met], x[met]
         arm = at - q[rows, :3]
-        rotation = self.map.pose(q)["rotation"]
+        rotation = self._rotations(q)
         torque = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, torch.linalg.cross(arm, push))
         linear = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, push)
         turn = right_jacobian(q[:, 3:6]).transpose(1, 2) @ rotation.transpose(1, 2) @ torque[..., None]

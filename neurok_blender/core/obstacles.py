@@ -85,16 +85,9 @@ class Obstacles:
         self.bodies = bodies
 
     def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """Vertex positions (V, 3) at time t (linear between frames, held past the last) and velocities."""
-        last = len(self.positions) - 1
-        if last == 0:
-            return self.positions[0], np.zeros_like(self.positions[0])
-        f = min(max(t * self.fps, 0.0), float(last))
-        k = min(int(f), last - 1)
-        w = f - k
-        velocity = (self.positions[k + 1] - self.positions[k]) * self.fps if t * self.fps < last else \
-            np.zeros_like(self.positions[0])
-        return (1 - w) * self.positions[k] + w * self.positions[k + 1], velocity
+        """Vertex positions (V, 3) at time t and their velocities (``along_frames``)."""
+        positions, per_frame = along_frames(self.positions, t * self.fps)
+        return positions, per_frame * self.fps
 
     def triangles(self, t: float, surfaces=None):
         """Every surface triangle at time t: corners (T, 3, 3), their velocities (T, 3, 3), and per
@@ -195,6 +188,19 @@ class Obstacles:
     def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
         """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
         return not self.planes(x, v, t, h, None, surfaces).active.any()
+
+
+def along_frames(frames, f: float):
+    """The value at frame f of values given at frames 0..K-1 (``frames[k]``, numpy or torch): linear
+    between frames, the first before 0 and the last held after K-1; and its change per frame (zero
+    where held after the last)."""
+    last = len(frames) - 1
+    if f >= last:
+        return frames[last], frames[last] * 0
+    f = max(f, 0.0)
+    k = int(f)
+    w = f - k
+    return (1 - w) * frames[k] + w * frames[k + 1], frames[k + 1] - frames[k]
 
 
 def closest_on_triangles(p, a, b, c):

@@ -49,9 +49,7 @@ class StackedMap(KinematicMap):
         self.sizes = [m.n_dof for m in maps]
         n = max(self.sizes)
         self.rigid_dofs = torch.arange(n) < 6
-        count = max(m.mass_points.shape[1] for m in maps)
-        self.mass_points = torch.cat([_repeat_last(m.mass_points, count) for m in maps])
-        self.masses = torch.cat([torch.nn.functional.pad(m.masses, (0, count - m.masses.shape[1])) for m in maps])
+        self.mass_points, self.masses = _padded([m.mass_points for m in maps], [m.masses for m in maps])
         self.potentials = [m.potential(m.rest_coordinates()) is not None for _, m in self.groups]  # which groups have one
 
     def _parts(self, q):
@@ -88,7 +86,7 @@ class StackedMap(KinematicMap):
     def embed(self, q, name):
         if name == MASS:
             count = self.mass_points.shape[1]
-            return self._rows([torch.cat([_repeat_last(x[None], count) for x in m.embed(r, MASS)])
+            return self._rows([_padded([x[None] for x in m.embed(r, MASS)], count=count)
                                for (_, m), r in zip(self.groups, self._parts(q))])
         return self._rows([m.embed(r, name) for (_, m), r in zip(self.groups, self._parts(q))])
 
@@ -153,15 +151,10 @@ class StackedMap(KinematicMap):
         return max(m.latent_speed(v) for (_, m), v in zip(self.groups, self._parts(q_dot)))
 
 
-def _repeat_last(points, count):
-    """(1, P, 3) points made ``count`` long by repeating the last (padding that carries no weight)."""
-    return torch.cat([points, points[:, -1:].expand(-1, count - points.shape[1], -1)], 1)
-
-
-def _padded(tensors, weights=None):
-    """Per-body point sets (1, P_b, ...) stacked to (B, P, ...): padded with each body's first point
-    (or zeros when it has none), their ``weights`` (1, P_b) with zeros."""
-    count = max(t.shape[1] for t in tensors)
+def _padded(tensors, weights=None, count=None):
+    """Per-body point sets (1, P_b, ...) stacked to (B, P, ...), P the longest (or ``count``): padded
+    with each body's first point (or zeros when it has none), their ``weights`` (1, P_b) with zeros."""
+    count = count or max(t.shape[1] for t in tensors)
     rows = []
     for t in tensors:
         filler = t[:, :1] if t.shape[1] else torch.zeros((1, 1) + t.shape[2:], dtype=t.dtype)

@@ -26,7 +26,7 @@ def test_a_box_lands_on_a_collision_plane_at_its_outer_thickness():
     assert abs(bottom - 1.05) < 2e-3
 
 
-def test_the_summary_names_the_colliders(capsys):
+def test_the_summary_names_the_colliders():
     add_collider("Table top")
     obj = add_box(size=0.4, location=(0.0, 0.0, 2.0))
     obj.neurok.frame_end = 6
