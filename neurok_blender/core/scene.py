@@ -165,6 +165,17 @@ def _padded(tensors, weights=None, count=None):
     return stacked, torch.cat([torch.nn.functional.pad(w, (0, count - w.shape[1])) for w in weights])
 
 
+def _pin_paths(envs):
+    """The bodies' pin paths (1, K_b, N_b, 3) as one (B, K, N, 3), or None when no pin moves: a body
+    whose pins hold still keeps their places at every frame, a shorter path holds its last frame."""
+    if all(e.pin_path is None for e in envs):
+        return None
+    paths = [e.pin_path if e.pin_path is not None else e.pin_points[:, None] for e in envs]
+    frames = max(p.shape[1] for p in paths)
+    paths = [torch.cat([p, p[:, -1:].expand(-1, frames - p.shape[1], -1, -1)], 1) for p in paths]
+    return _padded([p.transpose(1, 2) for p in paths]).transpose(1, 2)
+
+
 def _per_body(value, dtype):
     return torch.as_tensor(value, dtype=dtype).reshape(-1)[:1]
 
@@ -191,6 +202,7 @@ def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment
         torch.cat([_per_body(torch.inf if i is None else i, dtype) for i in impacts]),
         friction_regularization=envs[0].friction_regularization, pin_stiffness=envs[0].pin_stiffness,
         contact_points=contact, contact_mass=contact_mass, pin_points=pins, pin_mass=pin_mass,
+        pin_path=_pin_paths(envs), pin_fps=envs[0].pin_fps,
         load_points=loads, load_vectors=vectors, load_windows=windows, obstacles=obstacles,
         surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]))
 

@@ -51,6 +51,18 @@ def test_bodies_apart_move_as_each_alone():
         assert np.abs(alone.positions - r.positions).max() < 2e-4
 
 
+def test_pins_on_a_path_carry_their_body_in_a_scene():
+    """A rod hung from two corners whose pins move 1 m sideways over a second, beside a box that
+    falls: the pinned corners follow their path as they do alone."""
+    rod = box((1.0, 0.1, 0.1), (0.0, 0.0, 1.0))
+    pins = [i for i in range(len(rod[0])) if rod[0][i, 2] > 1.05 and rod[0][i, 1] < 0.05]
+    shift = np.clip(np.arange(25) / 24, 0.0, 1.0)
+    path = rod[0][pins][None] + shift[:, None, None] * np.array([1.0, 0.0, 0.0])
+    result = simulate_scene([(*box((0.3, 0.3, 0.3), (0.0, 2.0, 1.0)), Conditions(frames=25, category="rigid")),
+                             (*rod, Conditions(frames=25, category="rigid", pins=pins, pin_path=path))])
+    assert np.abs(result[1].positions[:, pins] - path).max() < 0.01
+
+
 def test_a_jelly_dropped_on_a_crate_lands_on_it_not_in_it_and_the_crate_holds_it_up():
     crate = box((0.8, 0.8, 0.5), (-0.4, -0.4, 0.0))
     jelly = box((0.3, 0.3, 0.3), (-0.15, -0.15, 0.9))
