@@ -85,7 +85,9 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
                  fastest_rate=None, reduced=None):
     """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C) against ``planes``, one
     per (point, plane) pair, split as (conservative spring, dissipative dashpot + friction), each
-    (B, S C, 3), and the normal force (B, S C) N of each pair. ``stiffness`` (B,) s^-2 per unit mass.
+    (B, S C, 3), the normal force (B, S C) N of each pair, and the coefficients (B, S C) of its dashpot
+    (0 where clear) and of its friction, N s/m, that an implicit step takes as they are here.
+    ``stiffness`` (B,) s^-2 per unit mass.
 
     ``mobile_mass`` (B, C), when given, bounds each point's own effective mass from below (a deforming
     body can move one point with little inertia, more so away from rest): the spring acts with at most
@@ -98,7 +100,8 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
     the slip (v - u) - v_n n. The dashpot is capped at m_i |v_n| / h and friction at m_i |v_t| / h,
     forces that stop the point within one step h, so explicit steps stay stable at any setting
     (capped with the point's own share w_i instead, a body landing on a few of its points loses only
-    part of the speed Coulomb takes); the joint cap below keeps the steps stable.
+    part of the speed Coulomb takes); the joint cap below keeps the steps stable. ``step`` None: no
+    caps (an implicit step takes them at any rate).
 
     ``reduced`` (B, S C), when given, scales each pair's mass to the two-body reduced mass
     m_i M_o / (M_o + M) against a body of mass M_o (1 against the ground or a collider): the spring
@@ -125,24 +128,24 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
     share, effective_mass, acting_share = (a.repeat(1, slots) for a in (share, effective_mass, acting_share))
     if reduced is not None:
         share, effective_mass, acting_share = share * reduced, effective_mass * reduced, acting_share * reduced
-    step = math.inf if step is None else step
     n = planes.normal
     relative = v.repeat(1, slots, 1) - planes.velocity
     v_n = (relative * n).sum(-1)
     stiffness = stiffness[:, None]
     spring_n = stiffness * share * depth
-    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), effective_mass / step)
+    cap = torch.full_like(effective_mass, math.inf) if step is None else effective_mass / step  # stops it in a step
+    dashpot = torch.minimum(2 * zeta[:, None] * torch.sqrt(stiffness * acting_share * effective_mass), cap)
     if fastest_rate is not None:
         dashpot = dashpot * within_a_step(fastest_rate(dashpot * touching, n[..., None]), step)
     normal = torch.clamp(stiffness * acting_share * depth - dashpot * v_n * touching, min=0.0)
     v_t = relative - v_n[..., None] * n
     slip = torch.sqrt((v_t * v_t).sum(-1) + regularization**2)
-    coulomb = torch.minimum(planes.friction * normal / slip, effective_mass / step)
+    coulomb = torch.minimum(planes.friction * normal / slip, cap)
     if fastest_rate is not None:
         coulomb = coulomb * within_a_step(fastest_rate(coulomb, planes.tangents()), step)
     spring = spring_n[..., None] * n
     resist = (normal - spring_n)[..., None] * n - coulomb[..., None] * v_t
-    return spring, resist, normal
+    return spring, resist, normal, (dashpot * touching, coulomb)
 
 
 def within_a_step(rate, step):

@@ -12,6 +12,7 @@ Hessian, or a closed form) and the Jacobian of the points forces act on.
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -24,6 +25,16 @@ from .rotation import body_angular_velocity, right_jacobian
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
 SURFACE = "surface"  # the bodies' mesh vertices, which other bodies meet (a scene of several bodies)
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
+# The largest damping ratio of an implicit step's contact dashpots: at 3 the contact keeps 0.024 of the
+# normal speed and lets go of a point within 20 ms (its slow rate omega (zeta - sqrt(zeta^2 - 1)), 53 /s
+# at k = 1e5 s^-2); a stiffer dashpot, as restitution 0 asks (zeta 50), only holds the point inside
+# the surface longer (a box landing at 5 m/s sank 2 cm and crept out over half a second). The
+# explicit methods' caps (contact.plane_forces) hold it lower still.
+OVERDAMPED = 3.0
+NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
+# relative size of the last correction of the velocity change at which they stop: Newton's method
+# converges quadratically, so what is left after it is of the order of its square
+NEWTON_TOLERANCE = 1e-5
 
 
 @dataclass
@@ -98,6 +109,8 @@ class LagrangianSystem:
                          ("friction", "restitution", "drag", "damping", "rolling_lever", "contact_stiffness")}
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
+        self.pair_forces = None  # set by forces
+        self.pressed = None  # (B, P) the contact pairs whose spring pushed within the last implicit step
         self._factored = None  # (M, its factor): see factor
         self._posed = None  # (q, the bodies' rotations): see _rotations
         self.contact_damping = damping_ratios(self.per_body["restitution"])
@@ -355,11 +368,15 @@ class LagrangianSystem:
         share = share if reduced is None else share * reduced
         return 0.5 * (self.per_body["contact_stiffness"][:, None] * share * depth**2).sum(-1)
 
-    def forces(self, q, q_dot, s: State, rayleigh: bool = True):
+    def forces(self, q, q_dot, s: State, rayleigh: bool = True, capped: bool = True):
         """Generalized forces split as (conservative, point loads, dissipative), each (B, n). Sets
         ``transfer`` (B,), the power that moving anchors put into the springs of each body's points (f . u
         of each spring whose other end moves at u: another body's surface, a pin on its path), booked as
         work done on it with the loads'. Things that move with time are taken at ``clock``.
+
+        ``capped``: the contact's dashpots, friction and springs held to what an explicit step of
+        ``step`` takes stably (contact.plane_forces); an implicit step takes them as they are, its
+        damping ratios at most OVERDAMPED.
 
         Conservative: gravity, contact springs, -grad V. Non-conservative: point loads, contact damping,
         friction, rolling resistance, drag, Rayleigh damping (left out with ``rayleigh=False``, for an
@@ -370,6 +387,8 @@ class LagrangianSystem:
         nc, npin = self.n_contact, self.n_pin
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
+        self.pair_forces = None  # each contact pair's spring and other forces (B, P, 3), dashpot and friction coefficients (B, P)
+        self.rolling = None  # the rolling resistance's damping per newton (B, n, n) and N (B,), for an implicit step
         conservative = (self.gravity @ s.mass.moment)
         if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its place at this time
             place, moving = self.pin_place(self.clock)
@@ -388,14 +407,18 @@ class LagrangianSystem:
             self.touched = True
             env, slots = self.env, planes.slots  # in flight no contact force acts: the caps' solves are skipped with them
             chol, _ = self.factor(s.mass_matrix)
-            whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
-            mobile = self._mobile_mass(whitened) if self.deforms else None
-            pairs = whitened.repeat(1, 1, slots, 1)  # (B, n, S C, 3): each pair's point
-            spring, resist, pressing = plane_forces(
+            mobile = fastest = None
+            if capped:
+                whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
+                mobile = self._mobile_mass(whitened) if self.deforms else None
+                pairs = whitened.repeat(1, 1, slots, 1)  # (B, n, S C, 3): each pair's point
+                fastest = lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c)
+            spring, resist, pressing, (dashpot, coulomb) = plane_forces(
                 s.x[:, :nc], s.v[:, :nc], self.contact_mass, planes, self.per_body["contact_stiffness"],
-                self.contact_damping, env.friction_regularization, self.step, mobile,
-                lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c),
-                self._reduced(planes))
+                self.contact_damping if capped else self.contact_damping.clamp(max=OVERDAMPED),
+                env.friction_regularization, self.step if capped else None, mobile,
+                fastest, self._reduced(planes))
+            self.pair_forces = (spring, resist, dashpot, coulomb)
             per_point = lambda f: f.view(f.shape[0], slots, nc, 3).sum(1)
             conservative = conservative + _jt(jc, per_point(spring))
             dissipative = dissipative + _jt(jc, per_point(resist))
@@ -404,7 +427,8 @@ class LagrangianSystem:
                 met = (planes.owner >= 0)[..., None]
                 self.transfer = self.transfer + (spring * planes.velocity * met).sum((1, 2))
             if bool((self.per_body["rolling_lever"] > 0).any()):
-                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing.sum(-1))
+                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol if capped else None,
+                                                                    pressing.sum(-1))
         return conservative, loads, dissipative
 
     def reactions(self, q, x, force, owner):
@@ -437,7 +461,9 @@ class LagrangianSystem:
         omega = T theta_dot in the body frame, T the right Jacobian of exp at theta, so the torque does
         the work tau . omega through Q_theta = T^T tau = -c T^T T theta_dot with
         c = N a^2 / sqrt(a^2 |omega|^2 + eps^2). As the contact's dampers, c is capped so that its rate
-        in M^-1 stops the body's turning within a step at most (rate h <= 1).
+        in M^-1 stops the body's turning within a step at most (rate h <= 1), given the factor ``chol``
+        of M; without it (an implicit step) it is not, and ``rolling`` keeps c T^T T per newton of N,
+        and N, for the step to take at its end with the normal force it solves for.
         """
         b, n = q_dot.shape
         lever, eps = self.per_body["rolling_lever"], self.env.friction_regularization
@@ -447,6 +473,10 @@ class LagrangianSystem:
         c = pressing.clamp(min=0.0) * lever**2 / reach
         torque_map = torch.zeros(b, n, 3, dtype=q.dtype)  # J_omega^T: body torques to generalized forces
         torque_map[:, 3:6] = turn.transpose(1, 2)
+        if chol is None:
+            per_newton = (lever**2 / reach)[:, None, None] * torque_map @ torque_map.transpose(1, 2)
+            self.rolling = (per_newton, pressing.clamp(min=0.0))
+            return -c[:, None] * (torque_map @ omega[..., None])[..., 0]
         whitened = torch.linalg.solve_triangular(chol, torque_map, upper=False)[:, :, None]  # one "point", 3 axes
         rate = self._fastest_rate(whitened, c[:, None])
         c = c * within_a_step(rate, math.inf if self.step is None else self.step)[:, 0]
@@ -461,7 +491,8 @@ class LagrangianSystem:
         its coordinates store and give back: a learned deformation takes part of the impact and returns
         it, and a dashpot capped to stay stable within a step damps less than asked. Called after each
         step, with the state it ended in (q, q_dot) and the velocity it began with: an impact begins at
-        the step at whose end a contact point first reaches into the ground or a collider (n is then the
+        the step at whose end (or within which: an implicit step can hold a whole bounce) a contact point
+        first reaches into the ground or a collider (n is then the
         mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards them,
         relative to their surfaces, as the step began, before the spring slowed it; NaN in flight) and
         ends when none is reached. The excess of the speed away over e v_in is then taken out of the
@@ -476,10 +507,12 @@ class LagrangianSystem:
             return q_dot, incoming, dissipated
         planes = self._planes_at(q)
         reached = (planes.depth(self.map.embed(q, ACTING)[:, :self.n_contact]) > 0) & (planes.owner < 0)
-        touching = reached.any(1)
+        touching = reached.any(1)  # at the step's end
+        if self.pressed is not None:  # or within it: an implicit step can hold a whole bounce
+            reached = reached | (self.pressed & (planes.owner < 0))
         weights = reached.to(q.dtype)[..., None]
         surface = (planes.velocity * weights).sum(1) / weights.sum(1).clamp(min=1.0)
-        starting = touching & torch.isnan(incoming)
+        starting = reached.any(1) & torch.isnan(incoming)
         if bool(starting.any()):
             normal = (planes.normal * weights).sum(1)
             normal = normal / normal.norm(dim=-1, keepdim=True).clamp(min=1e-300)
@@ -504,6 +537,11 @@ class LagrangianSystem:
         if self.env.pin_path is not None and not torch.equal(self.pin_place(t0)[0], self.pin_place(t1)[0]):
             return True
         return bool((on & (self.load_vectors != 0).any(-1)).any())
+
+    @property
+    def meets_bodies(self) -> bool:
+        """Whether the contact points meet other bodies' surfaces (a scene of several bodies)."""
+        return self.obstacles is not None and self.obstacles.bodies is not None
 
     @property
     def touchable(self) -> bool:
@@ -548,6 +586,9 @@ class LagrangianSystem:
 
     def _stiffness(self, q):
         """d2V/dq2 per body (B, n, n)."""
+        closed_form = self.map.potential_hessian(q)
+        if closed_form is not None:
+            return closed_form
         hess = torch.func.hessian(lambda qq: self.map.potential(qq).sum())(q)  # (B, n, B, n)
         return torch.stack([hess[i, :, i, :] for i in range(q.shape[0])])
 
@@ -558,6 +599,129 @@ class LagrangianSystem:
         conservative, loads, dissipative = self.forces(q, q_dot, s)
         q_ddot = self.solve(s.mass_matrix, conservative + loads + dissipative - s.mass.quadratic)
         return q_ddot, (loads * q_dot).sum(-1) + self.transfer, -(dissipative * q_dot).sum(-1)
+
+    def implicit_change(self, q, q_dot, s: State, force, h: float, t0: float):
+        """The velocity change dv of one implicit step (integrators.implicit_step), q_1 = q + h (v + v_1) / 2:
+
+            M dv = h (Q(q, v) + 1/2 (dQ_smooth) + Q_c(q, q_1, v_1) - Q_c(q, v) - D dv)
+
+        The potential's and the pins' forces take the trapezoidal rule, linearized: dQ_smooth =
+        -K (q_1 - q) + b, K their stiffness (the potential's Hessian, the pins' k J^T m J), b what moves
+        on its own (the pins' places along their path). The Rayleigh force -D v, whose decay is alpha
+        on every deformation coordinate (D = alpha P M P, M uncoupled between the rigid and the learned
+        coordinates at rest), is taken at weight w of the step's end, -D ((1 - w) v + w v_1), with
+        w = (e^-x - 1 + x) / (x (1 - e^-x)), x = alpha h: then it decays exactly as e^-x a step, where
+        the trapezoidal rule's (1 - x / 2) / (1 + x / 2) flips its sign past x = 2 and backward Euler's
+        1 / (1 + x) lags (w runs from 1/2 at x = 0 to 1).
+
+        The contact force Q_c replaces the one at the step's start. Each pair's spring gives the
+        discrete gradient of its energy 1/2 k d+^2 between the depths d_0 and d_1 at the step's ends,
+        k (d_1+^2 - d_0+^2) / (2 (d_1 - d_0)) along n: its work over the step is the change of its
+        energy exactly, however far the step is from resolving it, when it starts or stops acting
+        within the step (a point that reaches a surface in the step, one that leaves it), and while
+        both ends are compressed it is the trapezoidal rule's k (d_0 + d_1) / 2. The dashpot and the
+        friction act at the end's velocity (backward Euler: they only take energy out), with the
+        coefficients the step began with, on the pairs compressed at its end, as the rolling
+        resistance (with the normal force the step solves for, not the start's), and the normal force
+        never pulls (where spring and dashpot together would, the pair's force is zero, and the
+        spring's part of it is booked as dissipated, as in contact.plane_forces). d_1 = d_0 - h (n^T J (v + v_1) / 2 - n . u), u the surface's velocity: the
+        geometry J is taken at the start. Newton's method on dv, from the step without contact.
+        ``force`` is Q(q, v) - J^T m d2x as the explicit methods take it. Returns dv (B, n) and the
+        dissipative force it applies beyond ``force``'s (B, n), for the energy books.
+        """
+        nc, npin = self.n_contact, self.n_pin
+        mass = s.mass_matrix
+        stiffness = torch.zeros_like(mass)
+        damping = torch.zeros_like(mass)
+        if self.damped:  # weighted so that its decay, alpha on the deformation, is exp(-alpha h) a step
+            damping = _fitted_weight(self.per_body["damping"] * h)[:, None, None] * self.damping_matrix(mass)
+        moving = torch.zeros_like(q_dot)  # b
+        if self.rest_stiffness is not None:
+            stiffness = stiffness + self._stiffness(q)
+        if npin:  # f = -k m (x - a): K = k J^T m J, b = k J^T m (a(t + h) - a(t))
+            jp = s.jacobian[:, nc:nc + npin]
+            weights = self.env.pin_stiffness * self.pin_mass
+            stiffness = stiffness + torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
+            moving = _jt(jp, weights[..., None] * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
+        rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
+        self.pressed = None
+        start = self.pair_forces  # None: no contact force acted at the step's start
+        planes = None if self.planes is None else self._planes_at(q, s.x[:, :nc], q_dot)
+        if planes is not None:
+            slots = planes.slots
+            jacobian = s.jacobian[:, :nc].repeat(1, slots, 1, 1)  # (B, P, 3, n)
+            if start is not None:
+                springs, resists, dashpot, coulomb = start
+                force = force - _jt(jacobian, springs + resists)
+            if self.rolling is not None:  # the step takes it at its end, with the normal force it solves for
+                rolling, pressing = self.rolling
+                force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
+        base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
+        rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
+        change = self.solve(base, rhs)  # without contact: where Newton's method starts
+        if planes is None:
+            self._pins_power(q_dot, s, change, h, t0)
+            return change, rayleigh(change)
+        along = torch.einsum("bpi,bpin->bpn", planes.normal, jacobian)  # n^T J
+        depth = planes.offset - (planes.normal * s.x[:, :nc].repeat(1, slots, 1)).sum(-1)  # d_0, signed
+        surface = (planes.normal * planes.velocity).sum(-1)  # n . u
+        end_depth = lambda dv: depth - h * ((along @ (q_dot + 0.5 * dv)[..., None])[..., 0] - surface)
+        if start is None and not bool((end_depth(change) > 0).any()):
+            self._pins_power(q_dot, s, change, h, t0)
+            return change, rayleigh(change)
+        self.touched = True
+        share = self.contact_mass.repeat(1, slots)
+        reduced = self._reduced(planes)
+        spring = self.per_body["contact_stiffness"][:, None] * (share if reduced is None else share * reduced)
+        if start is None:
+            dashpot = coulomb = torch.zeros_like(depth)
+        slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
+        drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
+        outer = lambda w, a: torch.einsum("bp,bpn,bpm->bnm", w, a, a)
+        for _ in range(NEWTON_ITERATIONS):
+            velocity = q_dot + change
+            ended = end_depth(change)
+            pushing, stiffening = _discrete_spring(spring, depth, ended)
+            normal_speed = (along @ velocity[..., None])[..., 0] - surface
+            on = (ended > 0).to(q.dtype)
+            damped = dashpot * on
+            holds = ((pushing - damped * normal_speed) > 0).to(q.dtype)  # the normal force never pulls:
+            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # where it would, none acts
+            rubbing = coulomb * on
+            slip = (slide @ velocity[:, None, :, None])[..., 0] - drift
+            resisting = _jt(along[:, :, None], resist[..., None]) - _jt(slide, rubbing[..., None] * slip)
+            tangent = base + h * (outer(holds * (0.5 * h * stiffening + damped), along)
+                                  + torch.einsum("bp,bpin,bpim->bnm", rubbing, slide, slide))
+            if self.rolling is not None:
+                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
+                resisting = resisting - pressing[:, None] * (rolling @ velocity[..., None])[..., 0]
+                tangent = tangent + h * pressing[:, None, None] * rolling
+            contact = _jt(along[:, :, None], pushing[..., None]) + resisting
+            residual = (base @ change[..., None])[..., 0] - rhs - h * contact
+            correction = self.solve(tangent, residual)
+            change = change - correction
+            if bool((correction.abs() <= NEWTON_TOLERANCE * change.abs().amax(-1, keepdim=True).clamp(min=1e-300)).all()):
+                break
+        self.pressed = pushing > 0  # a bounce may begin and end within the step (restitute)
+        self._pins_power(q_dot, s, change, h, t0)
+        applied = rayleigh(change) + resisting
+        if self.rolling is not None:
+            applied = applied + self.rolling[1][:, None] * (self.rolling[0] @ q_dot[..., None])[..., 0]
+        return change, applied if start is None else applied - _jt(jacobian, resists)
+
+    def _pins_power(self, q_dot, s: State, change, h: float, t0: float) -> None:
+        """``transfer`` over an implicit step: the pins' power f . u as the mean of its values at the
+        step's ends (the trapezoidal rule, as the step's other forces), the end's pull from the
+        linearized x_1 = x + J h (v + dv / 2)."""
+        if not self.n_pin or self.env.pin_path is None:
+            return
+        nc, npin = self.n_contact, self.n_pin
+        x, jp = s.x[:, nc:nc + npin], s.jacobian[:, nc:nc + npin]
+        ended = x + (jp @ (h * (q_dot + 0.5 * change))[:, None, :, None])[..., 0]
+        weights = -self.env.pin_stiffness * self.pin_mass[..., None]
+        (place0, moving0), (place1, moving1) = self.pin_place(t0), self.pin_place(t0 + h)
+        power = lambda where, place, moving: (weights * (where - place) * moving).sum((1, 2))
+        self.transfer = self.transfer + 0.5 * (power(ended, place1, moving1) - power(x, place0, moving0))
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential, contact spring and pin
@@ -576,18 +740,18 @@ class LagrangianSystem:
             pins = 0.5 * (self.env.pin_stiffness * self.pin_mass * (stretch * stretch).sum(-1)).sum(-1)
         return {"kinetic": kinetic, "potential": potential, "gravity": gravity, "contact": contact, "pins": pins}
 
-    def fastest_rates(self, q=None, rest: bool = True, contact: bool = True) -> tuple[float, float]:
-        """The largest natural angular frequency (rad/s) of the contact springs (unless ``contact`` is
-        False: in flight) and of the potential, and the largest Rayleigh decay rate (1/s, top
+    def fastest_rates(self, q=None, rest: bool = True, contact: bool = True) -> "Rates":
+        """The largest natural angular frequencies (rad/s) of the contact springs (unless ``contact`` is
+        False: in flight) and pins, and of the potential, and the largest Rayleigh decay rate (1/s, top
         eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
-        omega2 = float(self.per_body["contact_stiffness"].max()) if contact and self.touchable else 0.0
+        springs = float(self.per_body["contact_stiffness"].max()) if contact and self.touchable else 0.0
         if self.n_pin:  # pins hold in flight too
-            omega2 = max(omega2, self.env.pin_stiffness)
-        decay = 0.0
+            springs = max(springs, self.env.pin_stiffness)
+        omega2, decay = 0.0, 0.0
         if not self.deforms and self.rest_stiffness is None:  # a rigid map: no potential, no Rayleigh damping
-            return math.sqrt(omega2), decay
+            return Rates(math.sqrt(springs), 0.0, decay)
         states = ([None] if rest else []) + ([q] if q is not None else [])
         for state in states:
             mass = self.mass_matrix(self.map.rest_coordinates() if state is None else state)
@@ -597,7 +761,19 @@ class LagrangianSystem:
             if self.rest_stiffness is not None:
                 stiffness = self.rest_stiffness if state is None else self._stiffness(state)
                 omega2 = max(omega2, _top_eigenvalue(chol, stiffness))
-        return math.sqrt(omega2), decay
+        return Rates(math.sqrt(springs), math.sqrt(omega2), decay)
+
+
+class Rates(NamedTuple):
+    """LagrangianSystem.fastest_rates: what sets an integrator's steps."""
+
+    springs: float  # rad/s, the contact's and the pins' (linear springs)
+    potential: float  # rad/s, the potential's stiffest (its wall stiffens away from rest)
+    decay: float  # 1/s, the Rayleigh damping's fastest
+
+    @property
+    def omega(self) -> float:
+        return max(self.springs, self.potential)
 
 
 def _top_eigenvalue(chol, matrix) -> float:
@@ -605,6 +781,28 @@ def _top_eigenvalue(chol, matrix) -> float:
     half = torch.linalg.solve_triangular(chol, matrix, upper=False)
     sym = torch.linalg.solve_triangular(chol, half.transpose(-1, -2), upper=False)
     return float(torch.linalg.eigvalsh(sym).max())
+
+
+def _fitted_weight(x):
+    """w(x) = (e^-x - 1 + x) / (x (1 - e^-x)), the end's weight at which a theta step decays a rate
+    by exactly e^-x (B,); its series 1/2 + x / 12 below 1e-4."""
+    small = x < 1e-4
+    safe = torch.where(small, 1.0, x)
+    fitted = (torch.exp(-safe) - 1 + safe) / (safe * -torch.expm1(-safe))
+    return torch.where(small, 0.5 + x / 12, fitted)
+
+
+def _discrete_spring(k, d0, d1):
+    """The discrete gradient of a one-sided spring's energy 1/2 k d+^2 between depths d0 and d1 (B, P),
+    g = k (d1+^2 - d0+^2) / (2 (d1 - d0)), so that g (d1 - d0) is the energy's change: k (d0 + d1) / 2
+    while both ends are compressed, 0 while neither is. Returns g and dg/dd1."""
+    p0, p1 = d0.clamp(min=0.0), d1.clamp(min=0.0)
+    both, either = (d0 > 0) & (d1 > 0), (d0 > 0) | (d1 > 0)
+    gap = torch.where(both | ~either, 1.0, d1 - d0)  # one end compressed: d1 - d0 is not 0
+    crossing = k * (p1 * p1 - p0 * p0) / (2 * gap)
+    slope = k * (2 * p1 * gap - (p1 * p1 - p0 * p0)) / (2 * gap * gap)
+    force = torch.where(both, 0.5 * k * (p0 + p1), torch.where(either, crossing, 0.0))
+    return force, torch.where(both, 0.5 * k, torch.where(either, slope, 0.0))
 
 
 def _jt(jacobian, f):

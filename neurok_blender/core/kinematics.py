@@ -127,6 +127,10 @@ class KinematicMap:
         """dV/dq (B, n) in closed form, or None to let the engine differentiate ``potential``."""
         return None
 
+    def potential_hessian(self, q: torch.Tensor) -> torch.Tensor | None:
+        """d2V/dq2 (B, n, n) in closed form, or None to let the engine differentiate ``potential`` twice."""
+        return None
+
     def recenter(self, q: torch.Tensor, q_dot: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Change of chart between steps (same configuration and velocity, better coordinates)."""
         return q, q_dot

@@ -380,6 +380,24 @@ class NeuralBodyMap(KinematicMap):
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)
 
+    def potential_hessian(self, q):
+        """With the quadratic expansion: d2V/ds2 = omega^2 (sum m ((Y + Z s)^T (Y + Z s) + u . Z)
+        + 3 mu / S^4 (|s|^4 1 + 4 |s|^2 s s^T)); zero in the rigid coordinates."""
+        if self._skin(MASS)[1] is None:
+            return None
+        s = q[:, 6:]
+        r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
+        u = r + self.center - self.plastic_shape
+        second = self._skin(MASS)[1][1]
+        spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s) \
+            + torch.einsum("bp,bpi,bpikl->bkl", self.masses, u, second)
+        norm2 = (s * s).sum(1)[:, None, None]
+        eye = torch.eye(s.shape[1], dtype=s.dtype)
+        wall = 3 * self.wall_mass[:, None, None] / self.wall_radius**4 * (norm2**2 * eye + 4 * norm2 * s[:, :, None] * s[:, None, :])
+        hessian = torch.zeros(q.shape[0], q.shape[1], q.shape[1], dtype=q.dtype)
+        hessian[:, 6:, 6:] = self.omega2 * (spring + wall)
+        return hessian
+
     def strain(self, s):
         """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of gyration."""
         return self._strain_at(self.deformed(s, MASS))

@@ -21,9 +21,11 @@ DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")  # the categories 
 
 AUTO = "auto"  # the integrator chosen per run from the system's rates (trajectory.choose_method)
 INTEGRATORS = {
-    AUTO: "Runge-Kutta 4, or leapfrog where the body's damping is too fast for explicit steps (default)",
+    AUTO: "The implicit step; Runge-Kutta 4 where bodies meet each other (default)",
     "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
                 "conservative runs, and any damping is stable",
+    "implicit": "Implicit trapezoidal step: one force evaluation a step, contact, pins and damping at "
+                "any stiffness; the fastest",
     "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies",
     "midpoint": "Explicit midpoint, 2nd order, fixed step",
     "heun3": "Heun, 3rd order, fixed step",
@@ -159,8 +161,9 @@ class Conditions:
     restitution against the ground: its centre of mass leaves each impact at most e times as fast as it
     came (dropped from h, it bounces back to e^2 h; ``LagrangianSystem.restitute``); cloth keeps none
     of it. None is the reference simulators' dead ground: the body bounces as its material gives
-    (``material.contact_restitution``). ``integrator="auto"`` runs RK4,
-    or leapfrog where the damping is too fast for explicit steps (``trajectory.choose_method``).
+    (``material.contact_restitution``). ``integrator="auto"`` runs the implicit
+    step, its steps set by the motion, not the stiff springs that hold it, and RK4 where bodies meet
+    each other (``trajectory.choose_method``).
     ``pins`` are vertices held where they are at frame 0 for the whole run, each on a stiff spring
     (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge; with ``pin_path`` they are
     held where it says at each frame instead (linear between frames, the last held): a flag on a

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .dynamics import LagrangianSystem
+from .dynamics import LagrangianSystem, Rates
 from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
 from .options import AUTO
 
@@ -17,13 +17,18 @@ MIN_SUBSTEPS = 4
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
-# omega h of the stiffest spring (rad): each step turns it by at most this. RK4 (fourth order) keeps
-# 0.994 of an undamped oscillation's amplitude a step at 1, so a bounce (pi steps) about 2 % low; the
-# lower-order methods keep 0.5: at 1, leapfrog's phase error a step, (omega h)^3 / 24, grows eightfold
-# and an overdamped creep left its analytic path (tests/core/test_physics.py)
-STEP_PHASE = {"rk4": 1.0}
-LOWER_ORDER_PHASE = 0.5  # every other method
-LEAPFROG_EVALUATIONS = 5  # force evaluations of one leapfrog step with its implicit kicks, about (RK4: 4)
+# omega h of the stiffest spring (rad), (the contact's and pins', the potential's): each step turns
+# it by at most this. RK4 (fourth order) keeps 0.994 of an undamped oscillation's amplitude a step at
+# 1, so a bounce (pi steps) about 2 % low; the lower-order methods keep 0.5: at 1, leapfrog's phase
+# error a step, (omega h)^3 / 24, grows eightfold and an overdamped creep left its analytic path
+# (tests/core/test_physics.py). The implicit step is stable at any omega h: at pi a linear spring
+# turns by at most half a period a step (the trapezoidal rule's 2 atan(pi / 2) = 2.0 rad), so a bounce
+# spans a step or more (at 24 fps the ground's springs, k = 1e5 s^-2, take 5 steps a frame); the
+# potential stiffens away from rest, where a step linearized over a large move overshoots, so it
+# keeps IMPLICIT_POTENTIAL_PHASE
+IMPLICIT_POTENTIAL_PHASE = 2.0
+STEP_PHASE = {"rk4": (1.0, 1.0), "implicit": (math.pi, IMPLICIT_POTENTIAL_PHASE)}
+LOWER_ORDER_PHASE = (0.5, 0.5)  # every other method
 # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
 STEP_DECAY = 1.0
 EXPLOSION = 1.0  # unstable: a frame puts the energy balance off by more than this times the largest energy so far
@@ -56,23 +61,18 @@ class Trajectory:
 
 
 def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None) -> str:
-    """``auto``: whichever of RK4 and leapfrog takes fewer force evaluations a frame. RK4, fourth order
-    at four evaluations a step, needs steps for the springs and for the Rayleigh damping (c h <=
-    STEP_DECAY); leapfrog takes the damping implicitly and needs only the springs', but smaller ones
-    (second order) at about five evaluations each: leapfrog for heavily damped bodies, RK4 where the
-    springs set the steps (docs/physics.md, "Integrators and step sizes")."""
-    return method if method != AUTO else cheaper_method(*system.fastest_rates(q))
+    """``auto``: the implicit step, whose steps are set by the motion, not by the stiff contact, pins,
+    potential wall or damping that hold it; RK4 where bodies meet each other, since a body's push back
+    on the other is taken at each step's start (LagrangianSystem.reactions), which only explicit steps
+    sized for the contact's springs keep stable (docs/physics.md, "Integrators and step sizes")."""
+    if method != AUTO:
+        return method
+    return "rk4" if system.meets_bodies else "implicit"
 
 
-def cheaper_method(omega: float, decay: float) -> str:
-    """RK4 or leapfrog, whichever takes fewer force evaluations a frame for a spring of ``omega`` and a
-    Rayleigh decay of ``decay`` (choose_method)."""
-    rk4 = 4 * max(omega / step_phase("rk4"), decay / STEP_DECAY)
-    return "leapfrog" if LEAPFROG_EVALUATIONS * omega / step_phase("leapfrog") < rk4 else "rk4"
-
-
-def step_phase(method: str) -> float:
-    """The largest omega h of the stiffest spring a step of ``method`` may take (STEP_PHASE)."""
+def step_phase(method: str) -> tuple[float, float]:
+    """The largest omega h of the stiffest linear spring and of the potential a step of ``method`` may
+    take (STEP_PHASE)."""
     return STEP_PHASE.get(method, LOWER_ORDER_PHASE)
 
 
@@ -85,27 +85,24 @@ def choose_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.
     if method in ADAPTIVE:
         return chart_substeps(system, fps, q_dot)
     return max(MIN_SUBSTEPS, chart_substeps(system, fps, q_dot),
-               rate_substeps(*system.fastest_rates(q, contact=contact), fps, method))
+               rate_substeps(system.fastest_rates(q, contact=contact), fps, method))
 
 
-def rate_substeps(omega: float, decay: float, fps: float, method: str) -> int:
-    """The steps a frame needs for a spring of ``omega`` (omega h <= step_phase) and, unless ``method``
-    takes the damping implicitly, a Rayleigh decay of ``decay`` (c h <= STEP_DECAY)."""
-    if method in IMPLICIT_RAYLEIGH:
-        decay = 0.0
-    return max(math.ceil(omega / (fps * step_phase(method))), math.ceil(decay / (fps * STEP_DECAY)))
+def rate_substeps(rates: Rates, fps: float, method: str) -> int:
+    """The steps a frame needs for the springs and the potential (omega h <= step_phase each) and,
+    unless ``method`` takes the damping implicitly, the Rayleigh decay (c h <= STEP_DECAY)."""
+    decay = 0.0 if method in IMPLICIT_RAYLEIGH else rates.decay
+    springs, potential = step_phase(method)
+    return max(math.ceil(rates.springs / (fps * springs)), math.ceil(rates.potential / (fps * potential)),
+               math.ceil(decay / (fps * STEP_DECAY)))
 
 
 def relaxing_start(system: LagrangianSystem, method: str, substeps: int | None) -> bool:
-    """Whether the run sizes its method and steps at rest and each frame by the state it starts from,
-    rather than the whole run by its start: so for a damped body when the steps are automatic. A
-    pulled start sits on the learned potential's wall, 5-20 times as stiff as at rest, and the damping
-    relaxes it within frames; sized by it, every frame would take the wall's steps.
-    A frame that starts stiffer than rest also takes the method its start makes cheaper (``auto``): a
-    heavily damped body runs leapfrog at rest, but on the wall RK4's steps, set by the spring at
-    omega h <= 1, are fewer than leapfrog's at 0.5 and more accurate than its backward-Euler damping.
-    An undamped body keeps its start's energy and comes back to its stiffness, so it keeps the start's
-    steps throughout."""
+    """Whether the run sizes its steps at rest and each frame by the state it starts from, rather than
+    the whole run by its start: so for a damped body when the steps are automatic. A pulled start
+    sits on the learned potential's wall, 5-20 times as stiff as at rest, and the damping relaxes it
+    within frames; sized by it, every frame would take the wall's steps. An undamped body keeps its
+    start's energy and comes back to its stiffness, so it keeps the start's steps throughout."""
     return not substeps and method not in ADAPTIVE and system.damped
 
 
@@ -191,13 +188,12 @@ class Run:
             self.frame, self.steps, self.slept = frame, 0, self.slept + 1
             return
         self.asleep = False
-        base, frame_method = max(self.substeps, latent_substeps(system, fps, q_dot)), self.method
+        base = max(self.substeps, latent_substeps(system, fps, q_dot))
         if self.relaxing:  # until a frame starts no stiffer than rest
-            rates = [max(a, b) for a, b in zip(self.rest_rates, system.fastest_rates(q, rest=False))]
-            self.relaxing = rate_substeps(*rates, fps, self.method) > self.substeps
+            rates = Rates(*(max(a, b) for a, b in zip(self.rest_rates, system.fastest_rates(q, rest=False))))
+            self.relaxing = rate_substeps(rates, fps, self.method) > self.substeps
             if self.relaxing:
-                frame_method = cheaper_method(*rates) if self.requested == AUTO else self.method
-                base = max(base, rate_substeps(*rates, fps, frame_method))
+                base = max(base, rate_substeps(rates, fps, self.method))
         flight = max(self.flight_substeps, latent_substeps(system, fps, q_dot))
         flying = not self.relaxing and flight < base and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         steps = flight if flying else base
@@ -205,7 +201,7 @@ class Run:
         while True:
             system.restore(snapshot)  # an attempt that failed may have recentered, flowed or met colliders on the way
             system.touched = False
-            advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps, frame_method)
+            advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps, self.method)
             if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
                 flying, steps = False, base
                 continue

@@ -23,8 +23,8 @@ def test_the_options_import_without_torch():
 
 
 def test_every_integrator_name_is_a_stepper_of_one_kind():
-    from neurok_blender.core.integrators import ADAPTIVE, FIXED_STEP, STEPPERS, STRUCTURE_PRESERVING
+    from neurok_blender.core.integrators import ADAPTIVE, FIXED_STEP, IMPLICIT, STEPPERS, STRUCTURE_PRESERVING
     from neurok_blender.core.options import AUTO, METHODS
 
-    assert sorted(STEPPERS) == sorted(FIXED_STEP + ADAPTIVE + STRUCTURE_PRESERVING)
+    assert sorted(STEPPERS) == sorted(FIXED_STEP + ADAPTIVE + STRUCTURE_PRESERVING + IMPLICIT)
     assert METHODS == (AUTO, *STEPPERS)

@@ -132,13 +132,16 @@ def test_the_deformation_has_no_rigid_part(body):
     assert coupling.abs().max() < 1e-10
 
 
-def test_the_closed_form_potential_gradient_is_the_potential_s():
+def test_the_closed_form_potential_gradient_and_hessian_are_the_potential_s():
     kmap, _ = make_body("quadratic")
     q = kmap.rest_coordinates() + torch.tensor([[0.1, 0.0, 0.2, 0.3, -0.1, 0.2, 1.5, -2.0, 2.5]], dtype=torch.float64)
+    kmap.set_plastic_rest(torch.tensor([[0.3, 0.2, -0.4]], dtype=torch.float64))  # u . Z counts, not only Y^T Y
     autograd = torch.func.grad(lambda qq: kmap.potential(qq).sum())(q)
     closed = kmap.potential_gradient(q)
     assert autograd[:, 6:].abs().max() > 0
     torch.testing.assert_close(closed, autograd)
+    hessian = torch.func.hessian(lambda qq: kmap.potential(qq).sum())(q)[:, :, 0]
+    torch.testing.assert_close(kmap.potential_hessian(q), hessian)
 
 
 def wobble(expansion):

@@ -220,16 +220,42 @@ def test_leapfrog_takes_any_rayleigh_rate_implicitly():
         assert np.abs(trajectory.energy["balance"]).max() < 0.03 * 0.5 * omega**2 * x0**2
 
 
-@pytest.mark.parametrize("damping, chosen", [(1.0, "rk4"), (200.0, "rk4"), (300.0, "leapfrog"), (1e5, "leapfrog")])
-def test_auto_takes_leapfrog_where_the_damping_would_set_explicit_steps(damping, chosen):
-    """The spring's 100 rad/s asks RK4 for omega h <= 1 and leapfrog for omega h <= 0.5, RK4's damping
-    bound is c h <= 1: past 250 /s RK4's four evaluations a step, for the damping, cost more than
-    leapfrog's five for the spring alone (implicit in the damping)."""
-    system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=NO_GRAVITY, damping=damping))
+@pytest.mark.parametrize("damping", [0.0, 300.0, 1e5])
+def test_auto_takes_the_implicit_step_at_omega_h_up_to_2_on_the_potential_whatever_the_damping(damping):
+    """A potential of 1000 rad/s at 24 fps: ceil(1000 / (24 * 2)) = 21 steps a frame, damped or not
+    (RK4 would take 42, and more for the damping)."""
+    system = LagrangianSystem(SpringMap(stiffness=1e6, mass=1.0), Environment(gravity=NO_GRAVITY, damping=damping))
     q0, q_dot0 = torch.full((1, 1), 0.01, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
     trajectory = rollout(system, q0, q_dot0, 3, 24.0, "auto", torch.zeros(1, 1, 3, dtype=torch.float64))
-    assert trajectory.method == chosen
-    assert trajectory.substeps == choose_substeps(system, 24.0, chosen, q0, q_dot0)
+    assert trajectory.method == "implicit"
+    assert trajectory.substeps == 21 == choose_substeps(system, 24.0, "implicit", q0, q_dot0)
+
+
+def test_the_implicit_step_keeps_an_undamped_springs_energy_at_the_trapezoidal_rules_frequency():
+    """The trapezoidal rule on a linear spring keeps its energy exactly at any step, and rings at
+    2 atan(omega h / 2) / h: 7.3 % slow at omega h = 1 (100 rad/s, 100 steps a second, 6 s)."""
+    system = LagrangianSystem(SpringMap(stiffness=1e4, mass=1.0), Environment(gravity=NO_GRAVITY))
+    q0, q_dot0 = torch.full((1, 1), 0.01, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64)
+    trajectory = rollout(system, q0, q_dot0, 601, 100.0, "implicit", torch.zeros(1, 1, 3, dtype=torch.float64),
+                         substeps=1)
+    periods = 2 * half_periods(trajectory.times, trajectory.coordinates[:, 0, 0])
+    assert abs(periods.mean() / (2 * math.pi * 0.01 / (2 * math.atan(0.5))) - 1) < 1e-3
+    assert np.abs(trajectory.energy["balance"]).max() < 1e-8 * 0.5 * 1e4 * 0.01**2
+
+
+def test_the_implicit_step_follows_an_overdamped_creep_without_ringing():
+    """The spring of 100 rad/s damped at 1000 and 1e5 /s (c h up to 1000 at the automatic 4 steps a
+    frame): the Rayleigh force at each step's end decays monotonically, and the creep at about
+    omega^2 / c follows the exact solution within 3 % of the start (backward Euler's first-order
+    error on the creep, e^(-c h) against 1 / (1 + c h) of its rate)."""
+    omega, x0 = 100.0, 0.01
+    for c in (1e3, 1e5):
+        system, q0, q_dot0, exact = overdamped_spring(c, omega, x0)
+        trajectory = rollout(system, q0, q_dot0, 6, 24.0, "auto", torch.zeros(1, 1, 3, dtype=torch.float64))
+        assert trajectory.substeps == 4 and trajectory.refined_frames == 0
+        np.testing.assert_allclose(trajectory.coordinates[:, 0, 0], exact(trajectory.times), rtol=0, atol=0.03 * x0)
+        assert np.all(np.diff(trajectory.coordinates[:, 0, 0]) < 0)  # no ringing
+        assert np.abs(trajectory.energy["balance"]).max() < 1e-6 * 0.5 * omega**2 * x0**2  # all booked
 
 
 def test_air_drag_gives_the_terminal_velocity_g_over_c():
@@ -247,7 +273,8 @@ def test_a_flat_landing_keeps_the_restitution_fraction_of_its_speed(restitution)
                                        friction=0.0, velocity=(0.0, 0.0, -2.0)))
     z = result.pose["translation"][:, 2]
     incoming = math.sqrt(2.0**2 + 2 * G * 0.1)
-    outgoing = np.diff(z).max() * 240 + G / 240 / 2  # the fastest rise, plus the gravity lost within that frame
+    lowest = int(np.argmin(z))
+    outgoing = math.sqrt(2 * G * (z[lowest:].max() - 0.5))  # from the height it bounces back to
     assert abs(outgoing / incoming - restitution) < 0.05
 
 
@@ -264,7 +291,8 @@ def test_a_thin_plate_landing_on_its_edge_does_not_gain_energy():
     energy = result.energy
     assert np.abs(energy["balance"]).max() < 0.15 * energy["total"][0]
     landed = int(np.argmax(energy["kinetic"])) + 1  # kinetic energy peaks just before the impact
-    assert np.all(np.diff(energy["kinetic"][landed:]) < 0.05 * energy["total"][0])  # it only loses energy after
+    assert np.all(np.diff(energy["total"][landed:]) < 0.05 * energy["total"][0])  # it only loses energy after
+    # (its kinetic energy may rise again as it tips over its edge and falls flat)
     assert energy["kinetic"][-1] < 1e-3 and result.positions[-1, :, 2].min() > -1e-3
 
 
@@ -343,15 +371,15 @@ def test_pins_on_a_path_carry_the_body_and_the_work_they_do_is_booked():
     """A 1 m rod hung from two corners whose pins move 1 m sideways over a second, then stop: the
     pinned corners follow within the pins' give, the body does not sleep while they move, and the
     power the moving pins put into their springs is booked as work, so the energy balance closes
-    (at fine steps: at the automatic ones RK4 damps the stiff pin mode the path's changes of speed excite)."""
+    (checked with RK4 at fine steps, where the integration's own error is far below the books')."""
     v, f = box((1.0, 0.1, 0.1), (0.0, 0.0, 1.0))
     pins = [i for i in range(len(v)) if v[i, 2] > 1.05 and v[i, 1] < 0.05]  # the top edge's two corners
     frames, fps = 37, 24
     shift = np.clip(np.arange(frames) / fps, 0.0, 1.0)  # m
     path = v[pins][None] + shift[:, None, None] * np.array([1.0, 0.0, 0.0])
-    for substeps in (None, 60):
+    for substeps, integrator in ((None, "auto"), (60, "rk4")):
         result = simulate(v, f, Conditions(frames=frames, fps=fps, pins=pins, pin_path=path, category="rigid",
-                                           substeps=substeps))
+                                           substeps=substeps, integrator=integrator))
         assert np.abs(result.positions[:, pins] - path).max() < 0.01
         assert result.asleep_frames == 0
     assert result.energy["load_work"][12] > 0.1  # the pins pulled it along
