@@ -20,7 +20,7 @@ import torch
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
 from .obstacles import Obstacles, Planes, along_frames
-from .rotation import body_angular_velocity, right_jacobian
+from .rotation import body_angular_velocity, hat, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
 SURFACE = "surface"  # the bodies' mesh vertices, which other bodies meet (a scene of several bodies)
@@ -140,6 +140,8 @@ class LagrangianSystem:
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
+        # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
+        self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
 
     def _ground_planes(self):
         """The ground as one plane under every contact point, or None without a ground."""
@@ -162,10 +164,10 @@ class LagrangianSystem:
         """What a step changes besides (q, q_dot): the map's state, the colliders' planes and where the
         bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
-            self._surfaces, self._carried, self._started, self._impact_normal
+            self._surfaces, self._carried, self._started, self._impact_normal, self._meeting
 
     def restore(self, snapshot) -> None:
-        state, planes, self._surfaces, self._carried, self._started, self._impact_normal = snapshot
+        state, planes, self._surfaces, self._carried, self._started, self._impact_normal, self._meeting = snapshot
         self.map.restore(state)
         self._posed = None  # the rotations of the same q differ with the map's restored orientation
         if self.obstacles is not None:
@@ -498,18 +500,21 @@ class LagrangianSystem:
         ends when none is reached. The excess of the speed away over e v_in is then taken out of the
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
         in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2)
-        is returned as dissipated. Another body's surface takes no part: between two bodies the
-        contact's own restitution holds, and momentum is theirs to share.
+        is returned as dissipated. Between two bodies the same law holds for their relative velocity,
+        shared as momentum is (``_restitute_bodies``).
         Returns (q_dot, incoming, dissipated (B,)).
         """
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
         if self.impact is None:
             return q_dot, incoming, dissipated
         planes = self._planes_at(q)
-        reached = (planes.depth(self.map.embed(q, ACTING)[:, :self.n_contact]) > 0) & (planes.owner < 0)
+        pressed = planes.depth(self.map.embed(q, ACTING)[:, :self.n_contact]) > 0  # at the step's end
+        within = pressed if self.pressed is None else pressed | self.pressed  # or within it: an implicit step can hold a whole bounce
+        if self._carried is not None or not bool(torch.isnan(self._meeting[0]).all()):
+            q_dot, dissipated = self._restitute_bodies(q_dot, q_dot_before, planes, pressed, within)
+        reached = pressed & (planes.owner < 0)
         touching = reached.any(1)  # at the step's end
-        if self.pressed is not None:  # or within it: an implicit step can hold a whole bounce
-            reached = reached | (self.pressed & (planes.owner < 0))
+        reached = within & (planes.owner < 0)
         weights = reached.to(q.dtype)[..., None]
         surface = (planes.velocity * weights).sum(1) / weights.sum(1).clamp(min=1.0)
         starting = reached.any(1) & torch.isnan(incoming)
@@ -524,10 +529,57 @@ class LagrangianSystem:
             return q_dot, incoming, dissipated
         n = self._impact_normal
         rise = ((q_dot[:, :3] - surface) * n).sum(-1)
-        kept = torch.where(leaving, torch.minimum(rise, self.impact * incoming.nan_to_num()), rise)
-        dissipated = 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
+        kept = torch.where(leaving, torch.minimum(rise, _allowed(self.impact, incoming)), rise)
+        dissipated = dissipated + 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
         q_dot = torch.cat([q_dot[:, :3] + (kept - rise)[:, None] * n, q_dot[:, 3:]], 1)
         return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
+
+    def _restitute_bodies(self, q_dot, q_dot_before, planes, pressed, within):
+        """Newton's law over an impact between two bodies a and b: their centres of mass part along n
+        at most e = sqrt(e_a e_b) times as fast as they met, v_out <= e v_in for the relative velocity
+        (v_a - v_b) . n, n the mean normal of the planes their points reached on each other (from b
+        towards a). The impact begins at the step within which a point of one reaches the other
+        (``within`` (B, P), v_in from the velocities the step began with) and ends at the first step
+        that ends with none reached (``pressed``); the excess is then taken out as an impulse between
+        the two, -mu (rise - kept) on a and the opposite on b (mu = M_a M_b / (M_a + M_b)), so momentum
+        is kept, and each body's loss of kinetic energy is returned as dissipated (B,)."""
+        b = q_dot.shape[0]
+        owned = planes.owner >= 0
+        rows = torch.arange(b)[:, None].expand_as(planes.owner)
+
+        def met(mask):  # which bodies meet (B, B) and the sum of their planes' normals, from b towards a
+            mask = mask & owned
+            touching = torch.zeros(b, b, dtype=torch.bool)
+            touching[rows[mask], planes.owner[mask]] = True
+            normals = torch.zeros(b, b, 3, dtype=q_dot.dtype).index_put_(
+                (rows[mask], planes.owner[mask]), planes.normal[mask], accumulate=True)
+            return touching | touching.T, normals - normals.transpose(0, 1)
+
+        apart, _ = met(pressed)
+        apart = ~apart
+        meeting, normals = met(within)
+        incoming, normal = self._meeting
+        starting = meeting & torch.isnan(incoming)
+        if bool(starting.any()):
+            unit = normals / normals.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+            normal = torch.where(starting[..., None], unit, normal)
+            closing = (q_dot_before[:, None, :3] - q_dot_before[None, :, :3]) * normal
+            incoming = torch.where(starting, (-closing.sum(-1)).clamp(min=0.0), incoming)
+        leaving = apart & ~torch.isnan(incoming)
+        dissipated = torch.zeros(b, dtype=q_dot.dtype)
+        if bool(leaving.any()):
+            mass = self.masses.sum(-1)
+            rise = ((q_dot[:, None, :3] - q_dot[None, :, :3]) * normal).sum(-1)
+            restitution = torch.sqrt(self.impact[:, None] * self.impact[None, :])
+            excess = torch.where(leaving, (rise - _allowed(restitution, incoming)).clamp(min=0.0), 0.0)
+            share = mass[None, :] / (mass[:, None] + mass[None, :])  # M_b / (M_a + M_b) of a's row
+            kick = -(share * excess)[..., None] * normal  # on a, for each b it leaves
+            moved = q_dot[:, :3] + kick.sum(1)
+            dissipated = 0.5 * mass * ((q_dot[:, :3] ** 2).sum(-1) - (moved**2).sum(-1))
+            q_dot = torch.cat([moved, q_dot[:, 3:]], 1)
+            incoming = torch.where(leaving, torch.nan, incoming)
+        self._meeting = (incoming, normal)
+        return q_dot, dissipated
 
     def loaded(self, t0: float, t1: float) -> bool:
         """Whether a point load acts in the step [t0, t1] (by its midpoint, as ``set_interval``) or the
@@ -537,11 +589,6 @@ class LagrangianSystem:
         if self.env.pin_path is not None and not torch.equal(self.pin_place(t0)[0], self.pin_place(t1)[0]):
             return True
         return bool((on & (self.load_vectors != 0).any(-1)).any())
-
-    @property
-    def meets_bodies(self) -> bool:
-        """Whether the contact points meet other bodies' surfaces (a scene of several bodies)."""
-        return self.obstacles is not None and self.obstacles.bodies is not None
 
     @property
     def touchable(self) -> bool:
@@ -624,10 +671,12 @@ class LagrangianSystem:
         coefficients the step began with, on the pairs compressed at its end, as the rolling
         resistance (with the normal force the step solves for, not the start's), and the normal force
         never pulls (where spring and dashpot together would, the pair's force is zero, and the
-        spring's part of it is booked as dissipated, as in contact.plane_forces). d_1 = d_0 - h (n^T J (v + v_1) / 2 - n . u), u the surface's velocity: the
-        geometry J is taken at the start. Newton's method on dv, from the step without contact.
-        ``force`` is Q(q, v) - J^T m d2x as the explicit methods take it. Returns dv (B, n) and the
-        dissipative force it applies beyond ``force``'s (B, n), for the energy books.
+        spring's part of it is booked as dissipated, as in contact.plane_forces).
+        d_1 = d_0 - h (n^T J (v + v_1) / 2 - n . u), u the surface's velocity: the geometry J is taken
+        at the start. Newton's method on dv, from the step without contact (from rest if touching).
+        ``force`` is Q(q, v) - J^T m d2x as the explicit methods take it. Returns dv (B, n), the
+        dissipative force it applies beyond ``force``'s and the loads beyond its (B, n) (bodies that
+        meet push back on each other: ``_coupled``), for the energy books.
         """
         nc, npin = self.n_contact, self.n_pin
         mass = s.mass_matrix
@@ -653,61 +702,147 @@ class LagrangianSystem:
             if start is not None:
                 springs, resists, dashpot, coulomb = start
                 force = force - _jt(jacobian, springs + resists)
-            if self.rolling is not None:  # the step takes it at its end, with the normal force it solves for
-                rolling, pressing = self.rolling
+            if self.rolling is not None and self._carried is None:  # the step takes it at its end, with
+                rolling, pressing = self.rolling  # the normal force it solves for
                 force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
         base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
         rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
         change = self.solve(base, rhs)  # without contact: where Newton's method starts
         if planes is None:
             self._pins_power(q_dot, s, change, h, t0)
-            return change, rayleigh(change)
+            return change, rayleigh(change), torch.zeros_like(change)
         along = torch.einsum("bpi,bpin->bpn", planes.normal, jacobian)  # n^T J
         depth = planes.offset - (planes.normal * s.x[:, :nc].repeat(1, slots, 1)).sum(-1)  # d_0, signed
         surface = (planes.normal * planes.velocity).sum(-1)  # n . u
-        end_depth = lambda dv: depth - h * ((along @ (q_dot + 0.5 * dv)[..., None])[..., 0] - surface)
-        if start is None and not bool((end_depth(change) > 0).any()):
+        if start is None and not bool((depth - h * ((along @ (q_dot + 0.5 * change)[..., None])[..., 0]
+                                                    - surface) > 0).any()):
             self._pins_power(q_dot, s, change, h, t0)
-            return change, rayleigh(change)
+            return change, rayleigh(change), torch.zeros_like(change)
         self.touched = True
+        resting = (depth > 0).any(-1, keepdim=True)  # a body touching at the start: Newton's method starts
+        change = torch.where(resting, 0.0, change)  # at rest, not in free fall
         share = self.contact_mass.repeat(1, slots)
         reduced = self._reduced(planes)
         spring = self.per_body["contact_stiffness"][:, None] * (share if reduced is None else share * reduced)
-        if start is None:
+        if start is None:  # a pair that reaches a surface within the step meets its spring alone there
             dashpot = coulomb = torch.zeros_like(depth)
         slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
         drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
-        outer = lambda w, a: torch.einsum("bp,bpn,bpm->bnm", w, a, a)
-        for _ in range(NEWTON_ITERATIONS):
-            velocity = q_dot + change
-            ended = end_depth(change)
-            pushing, stiffening = _discrete_spring(spring, depth, ended)
-            normal_speed = (along @ velocity[..., None])[..., 0] - surface
-            on = (ended > 0).to(q.dtype)
-            damped = dashpot * on
-            holds = ((pushing - damped * normal_speed) > 0).to(q.dtype)  # the normal force never pulls:
-            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # where it would, none acts
-            rubbing = coulomb * on
-            slip = (slide @ velocity[:, None, :, None])[..., 0] - drift
-            resisting = _jt(along[:, :, None], resist[..., None]) - _jt(slide, rubbing[..., None] * slip)
-            tangent = base + h * (outer(holds * (0.5 * h * stiffening + damped), along)
-                                  + torch.einsum("bp,bpin,bpim->bnm", rubbing, slide, slide))
-            if self.rolling is not None:
-                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
-                resisting = resisting - pressing[:, None] * (rolling @ velocity[..., None])[..., 0]
-                tangent = tangent + h * pressing[:, None, None] * rolling
-            contact = _jt(along[:, :, None], pushing[..., None]) + resisting
-            residual = (base @ change[..., None])[..., 0] - rhs - h * contact
-            correction = self.solve(tangent, residual)
-            change = change - correction
-            if bool((correction.abs() <= NEWTON_TOLERANCE * change.abs().amax(-1, keepdim=True).clamp(min=1e-300)).all()):
-                break
+        if self._carried is None:  # each body alone: its own small system
+            contact = _Pairs(along, slide, depth, surface, drift, spring, dashpot, coulomb)
+            change, (pushing, resist, friction), resisting = self._newton(base, rhs, change, q_dot, contact, h,
+                                                                          self.rolling)
+            applied, loads = rayleigh(change) + resisting, torch.zeros_like(change)
+        else:  # bodies meet: one system for all, each pair pushing on both
+            change, (pushing, resist, friction), applied, loads = self._coupled(
+                q, q_dot, s, base, rhs, change, planes, jacobian,
+                _Pairs(along, slide, depth, surface, drift, spring, dashpot, coulomb), h, start)
+            applied = applied + rayleigh(change)
         self.pressed = pushing > 0  # a bounce may begin and end within the step (restitute)
         self._pins_power(q_dot, s, change, h, t0)
-        applied = rayleigh(change) + resisting
-        if self.rolling is not None:
+        if self.rolling is not None and self._carried is None:
             applied = applied + self.rolling[1][:, None] * (self.rolling[0] @ q_dot[..., None])[..., 0]
-        return change, applied if start is None else applied - _jt(jacobian, resists)
+        return change, applied if start is None else applied - _jt(jacobian, resists), loads
+
+    def _newton(self, base, rhs, change, q_dot, pairs: "_Pairs", h: float, rolling=None):
+        """Newton's method on the implicit step's contact (implicit_change) for the systems (B, n, n)
+        ``base`` dv = ``rhs`` plus the pairs' forces: returns dv, each pair's (spring's push (B, P), the
+        normal force's other part (B, P), friction (B, P, 3)) and the dissipative generalized force
+        (B, n) they and the rolling resistance apply."""
+        b, count, n = pairs.along.shape
+        along, slide = pairs.along, pairs.slide.reshape(b, 3 * count, n)
+        drift = pairs.drift.reshape(b, 3 * count)
+        rubs = bool((pairs.coulomb > 0).any())
+        outer = lambda w, rows: (rows * w[..., None]).transpose(1, 2) @ rows  # sum_p w_p a_p a_p^T
+        going = torch.ones(b, 1, dtype=torch.bool)  # each body stops on its own, as it would alone
+        for _ in range(NEWTON_ITERATIONS):
+            velocity = q_dot + change
+            ended = pairs.depth - h * ((along @ (q_dot + 0.5 * change)[..., None])[..., 0] - pairs.surface)
+            pushing, stiffening = _discrete_spring(pairs.spring, pairs.depth, ended)
+            normal_speed = (along @ velocity[..., None])[..., 0] - pairs.surface
+            on = (ended > 0).to(q_dot.dtype)
+            damped = pairs.dashpot * on
+            holds = ((pushing - damped * normal_speed) > 0).to(q_dot.dtype)  # the normal force never pulls:
+            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # where it would, none acts
+            resisting = (resist[:, None] @ along)[:, 0]
+            tangent = base + h * outer(holds * (0.5 * h * stiffening + damped), along)
+            friction = torch.zeros(b, count, 3, dtype=q_dot.dtype)
+            if rubs:
+                rubbing = (pairs.coulomb * on).repeat_interleave(3, dim=1)
+                slip = (slide @ velocity[..., None])[..., 0] - drift
+                friction = -(rubbing * slip).view(b, count, 3)
+                resisting = resisting + (friction.reshape(b, 1, -1) @ slide)[:, 0]
+                tangent = tangent + h * outer(rubbing, slide)
+            if rolling is not None:
+                per_newton = rolling[0]
+                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
+                resisting = resisting - pressing[:, None] * (per_newton @ velocity[..., None])[..., 0]
+                tangent = tangent + h * pressing[:, None, None] * per_newton
+            residual = (base @ change[..., None])[..., 0] - rhs - h * ((pushing[:, None] @ along)[:, 0] + resisting)
+            correction = torch.where(going, self.solve(tangent, residual), 0.0)
+            change = change - correction
+            scale = NEWTON_TOLERANCE * change.abs().amax(-1, keepdim=True).clamp(min=1e-300)
+            going = going & (correction.abs() > scale).any(-1, keepdim=True)
+            if not bool(going.any()):
+                break
+        return change, (pushing, resist, friction), resisting
+
+    def _coupled(self, q, q_dot, s: State, base, rhs, change, planes, jacobian, pairs: "_Pairs", h: float, start):
+        """The implicit step of bodies that meet, as one system over all their coordinates (B n): a pair
+        on another body's surface moves with that body's rigid motion, u = G_o v_o with
+        G_o = [1, -[r]x R T, 0] at the point (r from the owner's origin, R its rotation, T the right
+        Jacobian of exp), so its rows are n^T J_b - n^T G_o and its force f pushes b by J_b^T f and the
+        owner by -G_o^T f, on one line (momentum and angular momentum kept). The start's push back on
+        the owners (forces' reactions, in the loads) and its anchors' power (``transfer``) are replaced
+        by the step's. The rolling resistance stays at the step's start here.
+        Returns dv (B, n), each pair's forces as _newton's, the dissipative generalized force on each
+        body from its own pairs (B, n), and the push back on the owners beyond the start's (B, n),
+        booked as their loads."""
+        b, count, n = pairs.along.shape
+        met = planes.owner >= 0
+        owner = planes.owner.clamp(min=0)
+        x = s.x[:, :self.n_contact].repeat(1, planes.slots, 1)
+        rotation, origin = self._owner_frames(q)
+        arm = x - origin  # r
+        turn = rotation @ right_jacobian(q[:, 3:6])[owner]  # R T of each pair's owner
+        carried = torch.zeros(b, count, 3, n, dtype=q.dtype)  # G_o
+        carried[..., :3] = torch.eye(3, dtype=q.dtype) * met[..., None, None]
+        carried[..., 3:6] = -hat(arm) @ turn * met[..., None, None]
+        rows = torch.arange(b)[:, None].expand(b, count)
+        index = torch.arange(count)[None].expand(b, count)
+
+        def widen(mine, theirs):  # (B, P, k, n) on b's and on the owner's coordinates -> (1, B P k, B n)
+            wide = torch.zeros(b, count, mine.shape[2], b, n, dtype=q.dtype)
+            wide[rows, index, :, rows] = mine
+            wide[rows, index, :, owner] -= theirs
+            return wide.reshape(1, b * count * mine.shape[2], b * n)
+
+        along = widen(pairs.along[:, :, None], planes.normal[:, :, None] @ carried)
+        slide = widen(pairs.slide, carried - planes.normal[..., None] * (planes.normal[:, :, None] @ carried))
+        flat = lambda t: t.reshape(1, -1)
+        still = lambda t, shape: torch.where(met.reshape(shape), 0.0, t)  # an owned plane moves through its rows
+        joint = _Pairs(along, slide.reshape(1, b * count, 3, b * n), flat(pairs.depth), flat(still(pairs.surface, (b, count))),
+                       still(pairs.drift, (b, count, 1)).reshape(1, b * count, 3), flat(pairs.spring),
+                       flat(pairs.dashpot), flat(pairs.coulomb))
+        wide_base = torch.block_diag(*base)[None]
+        if start is not None:  # the start's push back and anchors' power, replaced below
+            springs, resists = start[0], start[1]
+            self.transfer = self.transfer - (springs * planes.velocity * met[..., None]).sum((1, 2))
+            started = self.reactions(q, x, springs + resists, planes.owner)
+        else:
+            started = torch.zeros_like(q_dot)
+        wide_rhs = (rhs - h * started).reshape(1, b * n)
+        solved, (pushing, resist, friction), _ = self._newton(wide_base, wide_rhs, change.reshape(1, b * n),
+                                                              q_dot.reshape(1, b * n), joint, h)
+        change = solved.view(b, n)
+        pushing, resist, friction = pushing.view(b, count), resist.view(b, count), friction.view(b, count, 3)
+        mine = _jt(jacobian, resist[..., None] * planes.normal + friction)
+        force = (pushing + resist)[..., None] * planes.normal + friction
+        pushed = self.reactions(q, x, force, planes.owner)
+        mean = q_dot + 0.5 * change
+        anchors = (carried @ mean[owner][..., None])[..., 0]  # u_o at the step's mean velocity
+        self.transfer = self.transfer + (pushing[..., None] * planes.normal * anchors * met[..., None]).sum((1, 2))
+        return change, (pushing, resist, friction), mine, pushed - started
 
     def _pins_power(self, q_dot, s: State, change, h: float, t0: float) -> None:
         """``transfer`` over an implicit step: the pins' power f . u as the mean of its values at the
@@ -781,6 +916,27 @@ def _top_eigenvalue(chol, matrix) -> float:
     half = torch.linalg.solve_triangular(chol, matrix, upper=False)
     sym = torch.linalg.solve_triangular(chol, half.transpose(-1, -2), upper=False)
     return float(torch.linalg.eigvalsh(sym).max())
+
+
+def _allowed(restitution, incoming):
+    """e v_in, the speed an impact may leave with; any where e is inf (a body without the law)."""
+    return torch.where(torch.isinf(restitution), torch.inf, restitution * incoming.nan_to_num())
+
+
+@dataclass
+class _Pairs:
+    """The contact pairs of an implicit step (LagrangianSystem._newton): rows n^T J (B, P, n) and
+    (1 - n n^T) J (B, P, 3, n), start depth d_0 (B, P), the surface's normal (B, P) and tangential
+    (B, P, 3) velocity, spring, dashpot and friction coefficients (B, P)."""
+
+    along: torch.Tensor
+    slide: torch.Tensor
+    depth: torch.Tensor
+    surface: torch.Tensor
+    drift: torch.Tensor
+    spring: torch.Tensor
+    dashpot: torch.Tensor
+    coulomb: torch.Tensor
 
 
 def _fitted_weight(x):

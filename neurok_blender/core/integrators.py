@@ -148,12 +148,12 @@ def implicit_step(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0)
     system.clock = t0
     s = system.state(q, q_dot)
     conservative, loads, dissipative = system.forces(q, q_dot, s, capped=False)
-    change, resisted = system.implicit_change(q, q_dot, s, conservative + loads + dissipative - s.mass.quadratic,
-                                              h, t0)
+    change, resisted, pushed = system.implicit_change(q, q_dot, s, conservative + loads + dissipative
+                                                      - s.mass.quadratic, h, t0)
     transfer = system.transfer  # the moving anchors' power over the step (implicit_change)
     mean = q_dot + 0.5 * change
     system.clock = t0 + h  # where the step ends, as the energies are asked about next
-    return (q + h * mean, q_dot + change, h * ((loads * mean).sum(-1) + transfer),
+    return (q + h * mean, q_dot + change, h * (((loads + pushed) * mean).sum(-1) + transfer),
             -h * ((dissipative + resisted) * mean).sum(-1))
 
 

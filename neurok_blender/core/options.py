@@ -21,7 +21,7 @@ DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")  # the categories 
 
 AUTO = "auto"  # the integrator chosen per run from the system's rates (trajectory.choose_method)
 INTEGRATORS = {
-    AUTO: "The implicit step; Runge-Kutta 4 where bodies meet each other (default)",
+    AUTO: "The implicit step (default)",
     "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
                 "conservative runs, and any damping is stable",
     "implicit": "Implicit trapezoidal step: one force evaluation a step, contact, pins and damping at "
@@ -162,8 +162,7 @@ class Conditions:
     came (dropped from h, it bounces back to e^2 h; ``LagrangianSystem.restitute``); cloth keeps none
     of it. None is the reference simulators' dead ground: the body bounces as its material gives
     (``material.contact_restitution``). ``integrator="auto"`` runs the implicit
-    step, its steps set by the motion, not the stiff springs that hold it, and RK4 where bodies meet
-    each other (``trajectory.choose_method``).
+    step, its steps set by the motion, not the stiff springs that hold it (``trajectory.choose_method``).
     ``pins`` are vertices held where they are at frame 0 for the whole run, each on a stiff spring
     (``Environment.pin_stiffness``): one pin is a ball joint, two a hinge; with ``pin_path`` they are
     held where it says at each frame instead (linear between frames, the last held): a flag on a

@@ -62,12 +62,8 @@ class Trajectory:
 
 def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None) -> str:
     """``auto``: the implicit step, whose steps are set by the motion, not by the stiff contact, pins,
-    potential wall or damping that hold it; RK4 where bodies meet each other, since a body's push back
-    on the other is taken at each step's start (LagrangianSystem.reactions), which only explicit steps
-    sized for the contact's springs keep stable (docs/physics.md, "Integrators and step sizes")."""
-    if method != AUTO:
-        return method
-    return "rk4" if system.meets_bodies else "implicit"
+    potential wall or damping that hold it (docs/physics.md, "Integrators and step sizes")."""
+    return "implicit" if method == AUTO else method
 
 
 def step_phase(method: str) -> tuple[float, float]:
