@@ -707,20 +707,21 @@ class LagrangianSystem:
                 force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
         base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
         rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
-        change = self.solve(base, rhs)  # without contact: where Newton's method starts
         if planes is None:
+            change = self.solve(base, rhs)
             self._pins_power(q_dot, s, change, h, t0)
             return change, rayleigh(change), torch.zeros_like(change)
         along = torch.einsum("bpi,bpin->bpn", planes.normal, jacobian)  # n^T J
         depth = planes.offset - (planes.normal * s.x[:, :nc].repeat(1, slots, 1)).sum(-1)  # d_0, signed
         surface = (planes.normal * planes.velocity).sum(-1)  # n . u
+        # where Newton's method starts: at rest for a body touching at the start, else without contact
+        resting = (depth > 0).any(-1, keepdim=True)
+        change = torch.zeros_like(q_dot) if bool(resting.all()) else torch.where(resting, 0.0, self.solve(base, rhs))
         if start is None and not bool((depth - h * ((along @ (q_dot + 0.5 * change)[..., None])[..., 0]
                                                     - surface) > 0).any()):
             self._pins_power(q_dot, s, change, h, t0)
             return change, rayleigh(change), torch.zeros_like(change)
         self.touched = True
-        resting = (depth > 0).any(-1, keepdim=True)  # a body touching at the start: Newton's method starts
-        change = torch.where(resting, 0.0, change)  # at rest, not in free fall
         share = self.contact_mass.repeat(1, slots)
         reduced = self._reduced(planes)
         spring = self.per_body["contact_stiffness"][:, None] * (share if reduced is None else share * reduced)

@@ -126,6 +126,18 @@ class StackedMap(KinematicMap):
             parts.append(self._pad(gradient))
         return self._rows(parts)
 
+    def potential_hessian(self, q):
+        parts = []
+        for (rows, m), r, has in zip(self.groups, self._parts(q), self.potentials):
+            if not has:
+                parts.append(torch.zeros(len(rows), self.n_dof, self.n_dof, dtype=q.dtype))
+                continue
+            hessian = m.potential_hessian(r)
+            if hessian is None:  # a map without a closed form: the engine differentiates the sum twice
+                return None
+            parts.append(self._pad(hessian, dims=(-1, -2)))
+        return self._rows(parts)
+
     def recenter(self, q, q_dot):
         moved = [m.recenter(r, v) for (_, m), r, v in zip(self.groups, self._parts(q), self._parts(q_dot))]
         return self._rows([self._pad(a) for a, _ in moved]), self._rows([self._pad(b) for _, b in moved])
