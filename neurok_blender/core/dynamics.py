@@ -390,7 +390,9 @@ class LagrangianSystem:
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
         self.pair_forces = None  # each contact pair's spring and other forces (B, P, 3), dashpot and friction coefficients (B, P)
+        self.pressed = None  # set by an implicit step after its forces
         self.rolling = None  # the rolling resistance's damping per newton (B, n, n) and N (B,), for an implicit step
+        self.smooth_step = None  # (its matrix, the pins' K, b) of the last implicit step (implicit_change)
         conservative = (self.gravity @ s.mass.moment)
         if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its place at this time
             place, moving = self.pin_place(self.clock)
@@ -650,7 +652,7 @@ class LagrangianSystem:
     def implicit_change(self, q, q_dot, s: State, force, h: float, t0: float):
         """The velocity change dv of one implicit step (integrators.implicit_step), q_1 = q + h (v + v_1) / 2:
 
-            M dv = h (Q(q, v) + 1/2 (dQ_smooth) + Q_c(q, q_1, v_1) - Q_c(q, v) - D dv)
+            M dv = h (Q(q, v) + 1/2 dQ_smooth + Q_c(q, q_1, v_1) - Q_c(q, v) - w D dv)
 
         The potential's and the pins' forces take the trapezoidal rule, linearized: dQ_smooth =
         -K (q_1 - q) + b, K their stiffness (the potential's Hessian, the pins' k J^T m J), b what moves
@@ -685,13 +687,13 @@ class LagrangianSystem:
         if self.damped:  # weighted so that its decay, alpha on the deformation, is exp(-alpha h) a step
             damping = _fitted_weight(self.per_body["damping"] * h)[:, None, None] * self.damping_matrix(mass)
         moving = torch.zeros_like(q_dot)  # b
-        if self.rest_stiffness is not None:
-            stiffness = stiffness + self._stiffness(q)
+        held = torch.zeros_like(mass)  # the pins' part of K
         if npin:  # f = -k m (x - a): K = k J^T m J, b = k J^T m (a(t + h) - a(t))
             jp = s.jacobian[:, nc:nc + npin]
             weights = self.env.pin_stiffness * self.pin_mass
-            stiffness = stiffness + torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
+            held = torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
             moving = _jt(jp, weights[..., None] * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
+        stiffness = held if self.rest_stiffness is None else held + self._stiffness(q)
         rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
         self.pressed = None
         start = self.pair_forces  # None: no contact force acted at the step's start
@@ -706,6 +708,7 @@ class LagrangianSystem:
                 rolling, pressing = self.rolling  # the normal force it solves for
                 force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
         base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
+        self.smooth_step = (base, held, moving)  # for implicit_step's second pass
         rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
         if planes is None:
             change = self.solve(base, rhs)
@@ -844,6 +847,18 @@ class LagrangianSystem:
         anchors = (carried @ mean[owner][..., None])[..., 0]  # u_o at the step's mean velocity
         self.transfer = self.transfer + (pushing[..., None] * planes.normal * anchors * met[..., None]).sum((1, 2))
         return change, (pushing, resist, friction), mine, pushed - started
+
+    def smooth_forces(self, s: State, t: float, lagrangian: bool = False):
+        """The forces the implicit step's second pass takes at both ends of a step (integrators.implicit_step),
+        at the state ``s`` and time t (B, n): gravity and the pins' pull, less the Coriolis and
+        centrifugal terms J^T m d2x (M q_ddot = ...), or plus dT/dq with ``lagrangian`` (d/dt (M q_dot) = ...)."""
+        nc, npin = self.n_contact, self.n_pin
+        inertial = s.mass.kinetic_gradient if lagrangian else -s.mass.quadratic
+        force = self.gravity @ s.mass.moment + inertial
+        if npin:
+            pull = -self.env.pin_stiffness * self.pin_mass[..., None] * (s.x[:, nc:nc + npin] - self.pin_place(t)[0])
+            force = force + _jt(s.jacobian[:, nc:nc + npin], pull)
+        return force
 
     def _pins_power(self, q_dot, s: State, change, h: float, t0: float) -> None:
         """``transfer`` over an implicit step: the pins' power f . u as the mean of its values at the

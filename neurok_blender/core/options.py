@@ -24,7 +24,7 @@ INTEGRATORS = {
     AUTO: "The implicit step (default)",
     "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "
                 "conservative runs, and any damping is stable",
-    "implicit": "Implicit trapezoidal step: one force evaluation a step, contact, pins and damping at "
+    "implicit": "Implicit trapezoidal step: contact, pins and damping at "
                 "any stiffness; the fastest",
     "rk4": "Classic Runge-Kutta, 4th order, fixed step: fastest accurate choice for rigid bodies",
     "midpoint": "Explicit midpoint, 2nd order, fixed step",
