@@ -14,12 +14,14 @@ from .options import AUTO
 OUTPUT = "output"  # the map's point set drawn every frame (rollout's output_points)
 
 MIN_SUBSTEPS = 4
-# Under ``auto`` the frames that start clear of every surface run RK4 where it takes at most this many
-# times the implicit step's steps: in flight nothing stiff acts but the potential (and pins), and the
-# implicit step takes gravity, the pins and the inertial terms at each step's start on learned
-# coordinates (a flat elastic box tumbling in the air gained a quarter of its energy in a second); a
-# heavily damped or stiff body keeps the implicit step, whose steps its damping does not set
+# Under ``auto`` a frame that starts clear of every surface and turns faster than FLIGHT_SPIN runs RK4
+# where that takes at most FLIGHT_RK4 times the implicit step's steps: in flight nothing stiff acts but
+# the potential and the pins, and on learned coordinates the implicit step takes the inertial terms
+# at each step's start, an error that grows with the spin squared (a flat elastic box turning at
+# 5 rad/s gained a quarter of its energy in a second); a heavily damped or stiff body keeps the
+# implicit step, whose steps its damping does not set
 FLIGHT_RK4 = 3
+FLIGHT_SPIN = 1.0  # rad/s
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2, 4, then 8 times the steps
@@ -168,7 +170,7 @@ class Run:
         self.relaxing = relaxing_start(system, self.requested, self.fixed_substeps)
         sized_at = None if self.relaxing else (sized_at if sized_at is not None else self.q)
         self.method = choose_method(system, self.requested, sized_at)
-        self.flight_method = self.method
+        self.spinning = None  # (RK4, its steps) for frames in flight that spin (FLIGHT_RK4)
         self.rest_rates = system.fastest_rates() if self.relaxing else None
         if self.fixed_substeps:
             self.substeps = max(self.fixed_substeps, chart_substeps(system, self.fps, self.q_dot))
@@ -176,10 +178,10 @@ class Run:
         else:
             self.substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot)
             self.flight_substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot, contact=False)
-            if self.requested == AUTO and self.method == "implicit":  # RK4 in flight where it is cheap
+            if self.requested == AUTO and self.method == "implicit":
                 explicit = choose_substeps(system, self.fps, "rk4", sized_at, self.q_dot, contact=False)
                 if explicit <= FLIGHT_RK4 * self.flight_substeps:
-                    self.flight_method, self.flight_substeps = "rk4", explicit
+                    self.spinning = ("rk4", explicit)
         self.energy = system.energies(self.q, self.q_dot)
         self.energy["load_work"], self.energy["dissipated"] = self.work, self.dissipated
         if stored is not None:  # the new potential's energy is no integration error
@@ -201,8 +203,11 @@ class Run:
             self.relaxing = rate_substeps(rates, fps, self.method) > self.substeps
             if self.relaxing:
                 base = max(base, rate_substeps(rates, fps, self.method))
-        flight = max(self.flight_substeps, latent_substeps(system, fps, q_dot))
-        cheaper = flight < base or self.flight_method != self.method  # RK4 in flight: see flight_method
+        flight, flight_method = self.flight_substeps, self.method
+        if self.spinning is not None and system.map.chart_speed(q_dot) > FLIGHT_SPIN:
+            flight_method, flight = self.spinning
+        flight = max(flight, latent_substeps(system, fps, q_dot))
+        cheaper = flight < base or flight_method != self.method
         flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         steps = flight if flying else base
         snapshot = system.snapshot()
@@ -210,7 +215,7 @@ class Run:
             system.restore(snapshot)  # an attempt that failed may have recentered, flowed or met colliders on the way
             system.touched = False
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps,
-                                     self.flight_method if flying else self.method)
+                                     flight_method if flying else self.method)
             if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
                 flying, steps = False, base
                 continue
