@@ -18,7 +18,7 @@ import torch
 from .dynamics import Environment, LagrangianSystem
 from .kinematics import MASS, KinematicMap, MassTerms
 from .obstacles import BodySurfaces, Obstacles
-from .options import Conditions, closed_mesh
+from .options import closed_mesh
 from .rigid import RigidBodyMap
 from .simulation import Body, SimulationResult, prepare
 from .trajectory import rollout

@@ -245,9 +245,9 @@ def test_the_implicit_step_keeps_an_undamped_springs_energy_at_the_trapezoidal_r
 
 @pytest.mark.parametrize("method", ["auto", "implicit"])
 def test_a_box_tumbling_in_the_air_keeps_its_energy(method):
-    """Torque-free tumbling of a flat box for 10 s: auto runs RK4 in flight while it spins; the implicit step's second
-    pass takes the inertial terms by the trapezoidal rule on the momentum (its first pass alone, first
-    order in them, gained 24 % of the energy)."""
+    """Torque-free tumbling of a flat box for 10 s: auto runs RK4 in flight while it spins; the
+    implicit step's second pass takes the inertial terms by the trapezoidal rule on the momentum (its
+    first pass alone, first order in them, gained 24 % of the energy)."""
     v, f = box((0.6, 0.3, 0.1), (0.0, 0.0, 100.0))
     result = simulate(v, f, Conditions(frames=241, fps=24, gravity=(0.0, 0.0, 0.0), angular_velocity=(3.0, 0.5, 4.0),
                                        integrator=method, sleep=False))
