@@ -922,10 +922,6 @@ class Rates(NamedTuple):
     potential: float  # rad/s, the potential's stiffest (its wall stiffens away from rest)
     decay: float  # 1/s, the Rayleigh damping's fastest
 
-    @property
-    def omega(self) -> float:
-        return max(self.springs, self.potential)
-
 
 def _top_eigenvalue(chol, matrix) -> float:
     """Largest eigenvalue of M^-1 A over the bodies, as that of the symmetric L^-1 A L^-T (M = L L^T)."""
