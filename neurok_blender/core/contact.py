@@ -63,7 +63,11 @@ class ContactPlanes:
 
     def depth(self, x):
         """Penetration (B, S C) of the contact points x (B, C, 3) into each plane, 0 where clear."""
-        return torch.clamp(self.offset - (self.normal * x.repeat(1, self.slots, 1)).sum(-1), min=0.0)
+        return torch.clamp(self.signed_depth(x), min=0.0)
+
+    def signed_depth(self, x):
+        """offset - n . x (B, S C) of the contact points x (B, C, 3): the penetration, < 0 where clear."""
+        return self.offset - (self.normal * x.repeat(1, self.slots, 1)).sum(-1)
 
     def tangents(self):
         """Two unit vectors (B, S C, 3, 2) spanning each plane."""

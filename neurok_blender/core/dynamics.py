@@ -278,6 +278,12 @@ class LagrangianSystem:
             self._carried = (normal, self.planes.offset - (self.planes.normal * origin).sum(-1))
         return jump + self._contact_energy(q, x) - before
 
+    def pin_pull(self, x, t: float):
+        """The pins' springs' forces f = -k m (x - a) on the pinned points x (B, N, 3) at time t, and
+        how fast their places a move (B, N, 3) each."""
+        place, moving = self.pin_place(t)
+        return -self.env.pin_stiffness * self.pin_mass[..., None] * (x - place), moving
+
     def pin_place(self, t: float):
         """Where the pins hold the body at time t (B, N, 3) and how fast that moves (B, N, 3): their
         rest places, or pin_path's, linear between its frames and the last held."""
@@ -395,8 +401,7 @@ class LagrangianSystem:
         self.smooth_step = None  # (its matrix, the pins' K, b) of the last implicit step (implicit_change)
         conservative = (self.gravity @ s.mass.moment)
         if npin:  # f = -k m_i (x_i - a_i) at each pin, a_i its place at this time
-            place, moving = self.pin_place(self.clock)
-            pull = -self.env.pin_stiffness * self.pin_mass[..., None] * (s.x[:, nc:nc + npin] - place)
+            pull, moving = self.pin_pull(s.x[:, nc:nc + npin], self.clock)
             conservative = conservative + _jt(jp, pull)
             self.transfer = self.transfer + (pull * moving).sum((1, 2))  # a moving pin stretches its spring
         grad_v = self.potential_gradient(q)
@@ -410,7 +415,7 @@ class LagrangianSystem:
         if planes is not None and bool((planes.depth(s.x[:, :nc]) > 0).any()):
             self.touched = True
             env, slots = self.env, planes.slots  # in flight no contact force acts: the caps' solves are skipped with them
-            chol, _ = self.factor(s.mass_matrix)
+            chol = self.factor(s.mass_matrix)[0] if capped else None  # the caps' (an implicit step takes none)
             mobile = fastest = None
             if capped:
                 whitened = self._whiten(chol, jc)  # once per evaluation, for the caps below
@@ -431,8 +436,7 @@ class LagrangianSystem:
                 met = (planes.owner >= 0)[..., None]
                 self.transfer = self.transfer + (spring * planes.velocity * met).sum((1, 2))
             if bool((self.per_body["rolling_lever"] > 0).any()):
-                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol if capped else None,
-                                                                    pressing.sum(-1))
+                dissipative = dissipative + self.rolling_resistance(q, q_dot, chol, pressing.sum(-1))
         return conservative, loads, dissipative
 
     def reactions(self, q, x, force, owner):
@@ -715,7 +719,7 @@ class LagrangianSystem:
             self._pins_power(q_dot, s, change, h, t0)
             return change, rayleigh(change), torch.zeros_like(change)
         along = torch.einsum("bpi,bpin->bpn", planes.normal, jacobian)  # n^T J
-        depth = planes.offset - (planes.normal * s.x[:, :nc].repeat(1, slots, 1)).sum(-1)  # d_0, signed
+        depth = planes.signed_depth(s.x[:, :nc])  # d_0
         surface = (planes.normal * planes.velocity).sum(-1)  # n . u
         # where Newton's method starts: at rest for a body touching at the start, else without contact
         resting = (depth > 0).any(-1, keepdim=True)
@@ -856,8 +860,7 @@ class LagrangianSystem:
         inertial = s.mass.kinetic_gradient if lagrangian else -s.mass.quadratic
         force = self.gravity @ s.mass.moment + inertial
         if npin:
-            pull = -self.env.pin_stiffness * self.pin_mass[..., None] * (s.x[:, nc:nc + npin] - self.pin_place(t)[0])
-            force = force + _jt(s.jacobian[:, nc:nc + npin], pull)
+            force = force + _jt(s.jacobian[:, nc:nc + npin], self.pin_pull(s.x[:, nc:nc + npin], t)[0])
         return force
 
     def _pins_power(self, q_dot, s: State, change, h: float, t0: float) -> None:
@@ -869,10 +872,11 @@ class LagrangianSystem:
         nc, npin = self.n_contact, self.n_pin
         x, jp = s.x[:, nc:nc + npin], s.jacobian[:, nc:nc + npin]
         ended = x + (jp @ (h * (q_dot + 0.5 * change))[:, None, :, None])[..., 0]
-        weights = -self.env.pin_stiffness * self.pin_mass[..., None]
-        (place0, moving0), (place1, moving1) = self.pin_place(t0), self.pin_place(t0 + h)
-        power = lambda where, place, moving: (weights * (where - place) * moving).sum((1, 2))
-        self.transfer = self.transfer + 0.5 * (power(ended, place1, moving1) - power(x, place0, moving0))
+        def power(where, t):
+            pull, moving = self.pin_pull(where, t)
+            return (pull * moving).sum((1, 2))
+
+        self.transfer = self.transfer + 0.5 * (power(ended, t0 + h) - power(x, t0))
 
     def energies(self, q, q_dot) -> dict[str, torch.Tensor]:
         """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential, contact spring and pin
