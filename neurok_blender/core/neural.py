@@ -59,6 +59,7 @@ What it costs and what it fixes: docs/physics.md, mirror symmetry.
 """
 
 import copy
+import functools
 
 import numpy as np
 import torch
@@ -100,25 +101,38 @@ class DecoderMotions:
 
 
 class QuadraticMotions:
-    """m(s) = m(0) + A s + 1/2 B[s, s], the second-order expansion of ``DecoderMotions`` at s = 0."""
+    """m(s) = m(0) + A s + 1/2 B[s, s], the second-order expansion of ``DecoderMotions`` at s = 0
+    (``order=1``: m(0) + A s), held in ``dtype``.
 
-    def __init__(self, exact: DecoderMotions):
-        self.exact = exact
-        self.queries = exact.queries
-        k = len(exact.basis)
+    The derivatives are taken by forward mode in the precision the network's weights come in (the
+    shipped model's float32: half float64's time, coefficients within 1e-6 of float64's relative to
+    their size); the dynamics are then exactly those of this polynomial map, whatever its rounding."""
+
+    def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, dtype, order: int = 2):
+        self._source = (model, shape, subspace, dtype)
+        network = DecoderMotions(model, shape, subspace, next(model.parameters()).dtype)
+        self.queries = network.queries.to(dtype)
+        k = len(network.basis)
 
         def flat(s):  # (k,) -> (Q, 6)
-            return torch.cat(exact(s[None]), -1)[0]
+            return torch.cat(network(s[None]), -1)[0]
 
-        s0 = torch.zeros(k, dtype=exact.basis.dtype)
+        s0 = torch.zeros(k, dtype=network.basis.dtype)
         with torch.no_grad():
-            self.m0 = flat(s0)
-        self.first = torch.func.jacfwd(flat)(s0)  # (Q, 6, k)
-        self.second = torch.func.jacfwd(torch.func.jacfwd(flat))(s0)  # (Q, 6, k, k)
+            self.m0 = flat(s0).to(dtype)
+        self.first = torch.func.jacfwd(flat)(s0).to(dtype)  # (Q, 6, k)
+        self.second = (torch.func.jacfwd(torch.func.jacfwd(flat))(s0).to(dtype) if order == 2
+                       else None)  # (Q, 6, k, k)
+
+    @functools.cached_property
+    def exact(self) -> DecoderMotions:
+        """The network this expands, in ``dtype`` (to measure the expansion against)."""
+        return DecoderMotions(*self._source)
 
     def __call__(self, s):
-        m = (self.m0 + torch.einsum("qci,bi->bqc", self.first, s)
-             + 0.5 * torch.einsum("qcij,bi,bj->bqc", self.second, s, s))
+        m = self.m0 + torch.einsum("qci,bi->bqc", self.first, s)
+        if self.second is not None:
+            m = m + 0.5 * torch.einsum("qcij,bi,bj->bqc", self.second, s, s)
         return m[..., :3], m[..., 3:]
 
 
@@ -126,18 +140,19 @@ class NeuralBodyMap(KinematicMap):
     """One body (B = 1) on the learned coordinates of ``model`` for ``shape``; with ``mirrors`` (the mesh's
     ``mirror.MirrorGroup``, world space) one block of ``subspace.size`` coordinates per reflection.
     With the quadratic expansion and ``condense``, the mass points become the fewest that carry the
-    same dynamics (``_condense_mass_points``)."""
+    same dynamics (``_condense_mass_points``). ``order=1`` keeps the quadratic expansion's first
+    order only: enough for ``rest_motion``, at a fraction of the build (NeuROK.body's probe)."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
                  frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
-                 mirrors: MirrorGroup | None = None, condense: bool = True):
+                 mirrors: MirrorGroup | None = None, condense: bool = True, order: int = 2):
         super().__init__()
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
         self.shape = shape
-        exact = DecoderMotions(model, shape, subspace, dtype)
-        self.motions = exact if expansion == "exact" else QuadraticMotions(exact)
-        self.queries = exact.queries
+        self.motions = DecoderMotions(model, shape, subspace, dtype) if expansion == "exact" else \
+            QuadraticMotions(model, shape, subspace, dtype, order)
+        self.queries = self.motions.queries
         self.dual_quaternion = model.config.dual_quaternion
         self.neighbours = model.config.neighbours
         self.mass_points = torch.as_tensor(np.asarray(mass_points), dtype=dtype)[None]
@@ -168,6 +183,18 @@ class NeuralBodyMap(KinematicMap):
         if condense and self._skins[MASS][1] is not None:
             self._condense_mass_points()
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
+
+    def with_material(self, frequency: float, yield_strain: float | None) -> "NeuralBodyMap":
+        """A map on the same coordinates with another material, at rest: R_ref = I, s_p = 0. The
+        build (expansion, point fields) is shared, read-only; the attached point sets are its own."""
+        other = copy.copy(self)
+        other.point_sets, other._skins = dict(self.point_sets), dict(self._skins)
+        other.orientation = torch.eye(3, dtype=self.dtype)[None]
+        other.omega2 = (2 * np.pi * frequency) ** 2
+        other.yield_strain = yield_strain
+        other._expanded = (None, None, None)
+        other.set_plastic_rest(torch.zeros(1, self.reduced_size, dtype=self.dtype))
+        return other
 
     def rest_coordinates(self):
         return torch.cat([self.center, torch.zeros(3 + self.reduced_size, dtype=self.dtype)])[None]
@@ -250,7 +277,8 @@ class NeuralBodyMap(KinematicMap):
                 def moved(s):
                     return self._reflect_vectors(index, self.scale * self._move(s[None], points_t, skin)[0])
                 firsts.append(torch.func.jacfwd(moved)(zero)[None])
-                seconds.append(torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
+                seconds.append(torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None] if self.motions.second is not None
+                               else firsts[-1].new_zeros(*firsts[-1].shape, self.block))
         field = None
         if firsts:
             first, second = self._block_field(firsts, seconds)
