@@ -19,7 +19,7 @@ import torch
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
-from .obstacles import Obstacles, Planes, along_frames
+from .obstacles import SLACK, Obstacles, Planes, along_frames
 from .rotation import body_angular_velocity, hat, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
@@ -602,13 +602,17 @@ class LagrangianSystem:
         return self.n_contact > 0 and (self.env.ground_height is not None or self.obstacles is not None)
 
     def clear_of_contact(self, q, q_dot, t: float, span: float) -> bool:
-        """Whether every contact point of every body is above the ground at q, and none can reach a
-        collider within [t, t + span] at its speed."""
+        """Whether no contact point of any body can reach the ground or a collider within [t, t + span]:
+        above the ground by twice its ballistic drop, (-v_z)+ span + 1/2 g span^2, plus SLACK (a frame
+        begun in flight that touches is redone at the contact's steps: a wasted attempt), and out of
+        every collider's reach at its speed."""
         if not self.touchable:
             return True
         x, v = self._contact_motion(q, q_dot)
-        if self.env.ground_height is not None and not bool((x[..., 2] >= self.env.ground_height[:, None]).all()):
-            return False
+        if self.env.ground_height is not None:
+            drop = (-v[..., 2]).clamp(min=0.0) * span + 0.5 * max(0.0, -float(self.gravity[2])) * span**2
+            if not bool((x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all()):
+                return False
         if self.obstacles is None:
             return True
         return self.obstacles.clear(x.numpy(), v.numpy(), t, span, self._surface_motion(q, t, keep=False))
