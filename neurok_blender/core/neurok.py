@@ -12,7 +12,10 @@ block of coordinates per mirror image (``mirror.py``), and fit its category's ma
 on it (``neural.py``, ``dynamics.py``).
 """
 
+import collections
 import dataclasses
+import hashlib
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -32,6 +35,7 @@ from .reduction import MAX_COORDINATES, Subspace, active_subspace, drop_massless
 from .simulation import DTYPE, Report, SimulationResult, simulate
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights" / "neurok.pt"
+BUILDS_KEPT = 4  # meshes whose learned coordinates NeuROK.body keeps (a 10k-vertex mesh's: a few MB)
 
 
 class NeuROK:
@@ -44,6 +48,8 @@ class NeuROK:
         self.model = model.cpu().eval()  # the engine differentiates on the CPU in float64
         self.materials = materials
         self.source = source
+        self._builds = collections.OrderedDict()  # body's builds, least recently used first
+        self._building = threading.Lock()
 
     @classmethod
     def load(cls, path=None) -> "NeuROK":
@@ -61,7 +67,32 @@ class NeuROK:
     def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions,
              category: str) -> tuple[NeuralBodyMap | None, Report]:
         """The learned body map of one mesh (world space) and what was chosen for it; no map when no
-        reduced direction moves the mesh enough to be a coordinate (``reduction.drop_massless``)."""
+        reduced direction moves the mesh enough to be a coordinate (``reduction.drop_massless``).
+
+        The coordinates depend on the mesh, its mass and the expansion only: the last BUILDS_KEPT
+        builds are kept, and a mesh simulated again (other velocities, forces, frames or material
+        sliders) gets a fresh map on them (``NeuralBodyMap.with_material``) instead of a new build."""
+        v, f = np.ascontiguousarray(vertices, np.float64), np.ascontiguousarray(faces, np.int64)
+        key = (hashlib.blake2b(v.tobytes() + f.tobytes(), digest_size=16).hexdigest(), len(v),
+               float(conditions.mass), conditions.expansion)
+        with self._building:  # Blender solves on a thread while live mode may build on the main one
+            if key not in self._builds:
+                self._builds[key] = self._build(vertices, faces, conditions)
+                while len(self._builds) > BUILDS_KEPT:
+                    self._builds.popitem(last=False)
+            self._builds.move_to_end(key)
+            built, where, mirrors, captured = self._builds[key]
+        material = body_material(self.materials[category], category, conditions, vertices, faces, where,
+                                 Environment.contact_stiffness)
+        if built is None:  # without coordinates the body lands rigidly, on the stiff floor
+            material = dataclasses.replace(material, contact_stiffness=Environment.contact_stiffness)
+        report = Report(category, reduced_coordinates=0 if built is None else built.reduced_size,
+                        mirrors=mirrors, captured=captured, mass_at=where, material=material)
+        return None if built is None else built.with_material(material.frequency, material.yield_strain), report
+
+    def _build(self, vertices, faces, conditions: Conditions):
+        """(map or None, where the mass is, mirror images, share of the active subspace's trace kept)
+        for ``body``: the map's material is set by its caller."""
         shape = prepare_shape(vertices, faces, self.model.config)
         with torch.no_grad():
             features, query_features, _ = shape_tensors(self.model, shape)
@@ -69,25 +100,17 @@ class NeuROK:
         active = active_subspace(self.model, prior_mean, tokens, query_features)
         mirrors = find_mirrors(vertices)
         points, masses, where = material_points(vertices, faces, conditions.mass, mirrors=mirrors)
-        material = body_material(self.materials[category], category, conditions, vertices, faces, where,
-                                 Environment.contact_stiffness)
-        probe = NeuralBodyMap(self.model, shape, active, points, masses, material.frequency, DTYPE, "exact")
+        probe = NeuralBodyMap(self.model, shape, active, points, masses, 1.0, DTYPE, condense=False, order=1)
         y_s = probe.rest_motion[0]
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
         # one block of coordinates per mirror image (neural.py), MAX_COORDINATES in all: the blocks keep
         # the directions that move the most mass
         subspace = Subspace(subspace.basis[:max(1, MAX_COORDINATES // mirrors.size)], subspace.eigenvalues)
-        if subspace.size == 0:  # without coordinates the body lands rigidly, on the stiff floor
-            material = dataclasses.replace(material, contact_stiffness=Environment.contact_stiffness)
-        report = Report(category, reduced_coordinates=subspace.size * mirrors.size, mirrors=mirrors.size,
-                        captured=float(active.eigenvalues[:active.size].sum()
-                                       / active.eigenvalues.sum().clamp_min(1e-30)),
-                        mass_at=where, material=material)
-        if subspace.size == 0:
-            return None, report
-        return NeuralBodyMap(self.model, shape, subspace, points, masses, material.frequency, DTYPE,
-                             conditions.expansion, material.yield_strain, mirrors=mirrors), report
+        captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
+        built = None if subspace.size == 0 else NeuralBodyMap(
+            self.model, shape, subspace, points, masses, 1.0, DTYPE, conditions.expansion, mirrors=mirrors)
+        return built, where, mirrors.size, captured
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,
                  progress: Callable[[int, int], bool | None] | None = None, points=None) -> SimulationResult:

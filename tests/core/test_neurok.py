@@ -183,6 +183,28 @@ def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
                                    work - result.energy["dissipated"][-1], atol=1e-3 * work)
 
 
+def test_a_mesh_simulated_again_reuses_its_coordinates_and_starts_afresh(weights, monkeypatch):
+    """The second run of a mesh skips the build and gives what a fresh model gives, whatever the first
+    run left on its map (a dent, a turn); another mass is another build."""
+    v, f = BOX
+    squeeze = [Force((0.0, 0.0, -0.5), vertices=np.flatnonzero(v[:, 2] > 1.1).tolist(), start_frame=0, end_frame=3),
+               Force((0.0, 0.0, 0.5), vertices=np.flatnonzero(v[:, 2] < 1.1).tolist(), start_frame=0, end_frame=3)]
+    dented = Conditions(frames=9, gravity=(0.0, 0.0, 0.0), category="continuum", forces=squeeze, angular_velocity=(0.0, 0.0, 4.0))
+    thrown = Conditions(frames=9, category="elastic", velocity=(1.0, 0.0, 2.0), stiffness=0.5)
+    fresh = NeuROK.load(weights).simulate(v, f, thrown)
+    model = NeuROK.load(weights)
+    builds = []
+    build = model._build
+    monkeypatch.setattr(model, "_build", lambda *args: builds.append(1) or build(*args))
+    first = model.simulate(v, f, dented)
+    assert np.abs(first.pose["plastic_rest"][-1]).max() > 1e-4  # the first run left a dent on its map
+    again = model.simulate(v, f, thrown)
+    assert len(builds) == 1
+    np.testing.assert_array_equal(again.positions, fresh.positions)
+    model.simulate(v, f, dataclasses.replace(thrown, mass=2.0))
+    assert len(builds) == 2
+
+
 def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yields_does_not(neurok):
     """A rolling ball: the continuum's footprint torque (rolling_resistance 1 here, times the
     plasticity) stops it; plasticity 0 never yields, so it rolls on (measured: 0.59 m against 0.23 m)."""
