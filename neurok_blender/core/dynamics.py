@@ -113,6 +113,7 @@ class LagrangianSystem:
         self.pressed = None  # (B, P) the contact pairs whose spring pushed within the last implicit step
         self._factored = None  # (M, its factor): see factor
         self._posed = None  # (q, the bodies' rotations): see _rotations
+        self._state = None  # (q, q_dot, State) of the last state
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.obstacles = env.obstacles if self.n_contact else None
         self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
@@ -169,7 +170,7 @@ class LagrangianSystem:
     def restore(self, snapshot) -> None:
         state, planes, self._surfaces, self._carried, self._started, self._impact_normal, self._meeting = snapshot
         self.map.restore(state)
-        self._posed = None  # the rotations of the same q differ with the map's restored orientation
+        self._posed = self._state = None  # the rotations of the same q differ with the map's restored orientation
         if self.obstacles is not None:
             self._collider_planes = planes
             self.planes = self._combined_planes()
@@ -189,17 +190,23 @@ class LagrangianSystem:
             self.acting = bool(acting.shape[1])
             if self.acting:
                 self.map.attach(ACTING, acting)
+            self._state = None
         self.load_points, self.load_vectors, self.load_windows = points, vectors, windows
         self.active_loads = torch.zeros_like(vectors)
 
     # -- kinematics ---------------------------------------------------------------------------
     def state(self, q, q_dot) -> State:
-        """The map's mass terms, and x, v = J q_dot and J at the acting points."""
+        """The map's mass terms, and x, v = J q_dot and J at the acting points. The last one is kept:
+        a frame's energies and its next step start from the same (q, q_dot)."""
+        if self._state is not None and self._state[0] is q and self._state[1] is q_dot:
+            return self._state[2]
         if self.acting:
             x, jac = self.map.jacobian(q, ACTING)
         else:
             x, jac = torch.zeros(q.shape[0], 0, 3, dtype=q.dtype), torch.zeros(q.shape[0], 0, 3, q.shape[1], dtype=q.dtype)
-        return State(x, (jac @ q_dot[:, None, :, None])[..., 0], jac, self.map.mass_terms(q, q_dot))
+        state = State(x, (jac @ q_dot[:, None, :, None])[..., 0], jac, self.map.mass_terms(q, q_dot))
+        self._state = (q, q_dot, state)
+        return state
 
     @staticmethod
     def _whiten(chol, contact_jacobian):
@@ -514,7 +521,8 @@ class LagrangianSystem:
         if self.impact is None:
             return q_dot, incoming, dissipated
         planes = self._planes_at(q)
-        pressed = planes.depth(self.map.embed(q, ACTING)[:, :self.n_contact]) > 0  # at the step's end
+        at_end = self.map.jacobian(q, ACTING)[0]  # a learned map keeps it for the next step's forces
+        pressed = planes.depth(at_end[:, :self.n_contact]) > 0  # at the step's end
         within = pressed if self.pressed is None else pressed | self.pressed  # or within it: an implicit step can hold a whole bounce
         if self._carried is not None or not bool(torch.isnan(self._meeting[0]).all()):
             q_dot, dissipated = self._restitute_bodies(q_dot, q_dot_before, planes, pressed, within)
@@ -886,12 +894,13 @@ class LagrangianSystem:
         """Kinetic 1/2 q_dot^T M q_dot, internal potential, gravity potential, contact spring and pin
         spring energy per body (J)."""
         nc, npin = self.n_contact, self.n_pin
-        kinetic = 0.5 * (q_dot[:, None] @ self.mass_matrix(q) @ q_dot[..., None])[:, 0, 0]
+        s = self.state(q, q_dot)  # kept for the next step, which starts here
+        kinetic = 0.5 * (q_dot[:, None] @ s.mass_matrix @ q_dot[..., None])[:, 0, 0]
         gravity = -(self.masses * (self.map.embed(q, MASS) @ self.gravity)).sum(-1)
         pot = self.map.potential(q)
         potential = pot if pot is not None else torch.zeros_like(kinetic)
         contact, pins = torch.zeros_like(kinetic), torch.zeros_like(kinetic)
-        acting = self.map.embed(q, ACTING) if self.planes is not None or npin else None
+        acting = s.x  # the acting points (contact, pins, loads) at q
         if self.planes is not None:
             contact = self._contact_energy(q, acting[:, :nc])
         if npin:

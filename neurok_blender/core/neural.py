@@ -172,6 +172,7 @@ class NeuralBodyMap(KinematicMap):
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
         self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
+        self._posed = (None, None, None, None)  # (q, R_ref, point set, (x, J)) of the last jacobian
         self.attach(MASS, self.mass_points)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
@@ -192,7 +193,7 @@ class NeuralBodyMap(KinematicMap):
         other.orientation = torch.eye(3, dtype=self.dtype)[None]
         other.omega2 = (2 * np.pi * frequency) ** 2
         other.yield_strain = yield_strain
-        other._expanded = (None, None, None)
+        other._expanded, other._posed = (None, None, None), (None, None, None, None)
         other.set_plastic_rest(torch.zeros(1, self.reduced_size, dtype=self.dtype))
         return other
 
@@ -258,6 +259,7 @@ class NeuralBodyMap(KinematicMap):
         if name in self._skins and torch.equal(self.points(name), points):  # the same points again
             return
         super().attach(name, points)
+        self._posed = (None, None, None, None)  # it may have been of this name's old points
         zero = torch.zeros(self.block, dtype=self.dtype)
         images, firsts, seconds = [], [], []
         for index in range(self.mirrors.size):
@@ -361,14 +363,24 @@ class NeuralBodyMap(KinematicMap):
         return r, first + z_s, None if s_dot is None else torch.einsum("bpikl,bl->bpik", second, s_dot)
 
     def embed(self, q, name):
+        posed = self._posed
+        if posed[0] is q and posed[1] is self.orientation and posed[2] == name:  # x of the last jacobian
+            return posed[3][0]
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, name):
+        """As KinematicMap's; the last one is kept: a step asks for the acting points at the state
+        the last one ended in up to three times (the impact law, the colliders' planes, the forces)."""
         if self._skin(name)[1] is None:
             return super().jacobian(q, name)
+        posed = self._posed
+        if posed[0] is q and posed[1] is self.orientation and posed[2] == name:
+            return posed[3]
         r, r_s, _ = self._expansion(name, q[:, 6:])
-        return posed_jacobian(self.orientation, q, r, r_s)
+        result = posed_jacobian(self.orientation, q, r, r_s)
+        self._posed = (q, self.orientation, name, result)
+        return result
 
     def mass_terms(self, q, q_dot):
         if self._skin(MASS)[1] is None:
