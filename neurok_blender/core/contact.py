@@ -89,8 +89,8 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
                  fastest_rate=None, reduced=None):
     """Forces at contact points x, v (B, C, 3) with mass shares ``share`` (B, C) against ``planes``, one
     per (point, plane) pair, split as (conservative spring, dissipative dashpot + friction), each
-    (B, S C, 3), the normal force (B, S C) N of each pair, and the coefficients (B, S C) of its dashpot
-    (0 where clear) and of its friction, N s/m, that an implicit step takes as they are here.
+    (B, S C, 3), the normal force (B, S C) N of each pair, and the coefficient (B, S C) N s/m of its
+    dashpot (0 where clear), which an implicit step takes as it is here.
     ``stiffness`` (B,) s^-2 per unit mass.
 
     ``mobile_mass`` (B, C), when given, bounds each point's own effective mass from below (a deforming
@@ -149,7 +149,7 @@ def plane_forces(x, v, share, planes: ContactPlanes, stiffness, zeta, regulariza
         coulomb = coulomb * within_a_step(fastest_rate(coulomb, planes.tangents()), step)
     spring = spring_n[..., None] * n
     resist = (normal - spring_n)[..., None] * n - coulomb[..., None] * v_t
-    return spring, resist, normal, (dashpot * touching, coulomb)
+    return spring, resist, normal, dashpot * touching
 
 
 def within_a_step(rate, step):

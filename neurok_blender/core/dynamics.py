@@ -51,7 +51,7 @@ class Environment:
     restitution: torch.Tensor | float = 0.3  # of the contact's spring-dashpot: the normal speed a point keeps, 0..1
     impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
     contact_stiffness: torch.Tensor | float = 1e5  # s^-2: per unit mass, spread over the contact points
-    friction_regularization: float = 0.05  # m/s: below this slip speed friction ramps to zero
+    friction_regularization: float = 0.001  # m/s: below this slip speed friction ramps to zero (a push under mu N creeps at about this)
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
@@ -402,7 +402,7 @@ class LagrangianSystem:
         nc, npin = self.n_contact, self.n_pin
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
-        self.pair_forces = None  # each contact pair's spring and other forces (B, P, 3), dashpot and friction coefficients (B, P)
+        self.pair_forces = None  # each contact pair's spring and other forces (B, P, 3), dashpot coefficient and mu N (B, P)
         self.pressed = None  # set by an implicit step after its forces
         self.rolling = None  # the rolling resistance's damping per newton (B, n, n) and N (B,), for an implicit step
         self.smooth_step = None  # (its matrix, the pins' K, b) of the last implicit step (implicit_change)
@@ -429,12 +429,12 @@ class LagrangianSystem:
                 mobile = self._mobile_mass(whitened) if self.deforms else None
                 pairs = whitened.repeat(1, 1, slots, 1)  # (B, n, S C, 3): each pair's point
                 fastest = lambda c, basis: self._fastest_rate(torch.einsum("bnpi,bpik->bnpk", pairs, basis), c)
-            spring, resist, pressing, (dashpot, coulomb) = plane_forces(
+            spring, resist, pressing, dashpot = plane_forces(
                 s.x[:, :nc], s.v[:, :nc], self.contact_mass, planes, self.per_body["contact_stiffness"],
                 self.contact_damping if capped else self.contact_damping.clamp(max=OVERDAMPED),
                 env.friction_regularization, self.step if capped else None, mobile,
                 fastest, self._reduced(planes))
-            self.pair_forces = (spring, resist, dashpot, coulomb)
+            self.pair_forces = (spring, resist, dashpot, planes.friction * pressing)
             per_point = lambda f: f.view(f.shape[0], slots, nc, 3).sum(1)
             conservative = conservative + _jt(jc, per_point(spring))
             dissipative = dissipative + _jt(jc, per_point(resist))
@@ -685,13 +685,19 @@ class LagrangianSystem:
         energy exactly, however far the step is from resolving it, when it starts or stops acting
         within the step (a point that reaches a surface in the step, one that leaves it), and while
         both ends are compressed it is the trapezoidal rule's k (d_0 + d_1) / 2. The dashpot and the
-        friction act at the end's velocity (backward Euler: they only take energy out), with the
-        coefficients the step began with, on the pairs compressed at its end, as the rolling
-        resistance (with the normal force the step solves for, not the start's), and the normal force
-        never pulls (where spring and dashpot together would, the pair's force is zero, and the
-        spring's part of it is booked as dissipated, as in contact.plane_forces).
+        friction act at the end's velocity (backward Euler: they only take energy out) on the pairs
+        compressed at its end: the dashpot with the coefficient the step began with, friction as the
+        regularized Coulomb law -mu N t / sqrt(|t|^2 + eps^2) of the end's slip t, with the normal force
+        N the step began with (a push under mu N holds: the body creeps at about eps, where a
+        coefficient taken at the start would let it creep at the speed it began the step with), as
+        the rolling resistance (with the normal force the step solves for, not the start's), and the
+        normal force never pulls (where spring and dashpot together would, the pair's force is zero,
+        and the spring's part of it is booked as dissipated, as in contact.plane_forces).
         d_1 = d_0 - h (n^T J (v + v_1) / 2 - n . u), u the surface's velocity: the geometry J is taken
-        at the start. Newton's method on dv, from the step without contact (from rest if touching).
+        at the start. Newton's method on dv, from the step without contact (from rest if touching),
+        friction's weight mu N / sqrt(|t|^2 + eps^2) taken at each iterate's slip and held in the
+        tangent (iteratively reweighted: it converges from either side, where the exact tangent of
+        that law, steep at t = 0, overshot and let a held box creep at 18 mm/s).
         ``force`` is Q(q, v) - J^T m d2x as the explicit methods take it. Returns dv (B, n), the
         dissipative force it applies beyond ``force``'s and the loads beyond its (B, n) (bodies that
         meet push back on each other: ``_coupled``), for the energy books.
@@ -718,7 +724,7 @@ class LagrangianSystem:
             slots = planes.slots
             jacobian = s.jacobian[:, :nc].repeat(1, slots, 1, 1)  # (B, P, 3, n)
             if start is not None:
-                springs, resists, dashpot, coulomb = start
+                springs, resists, dashpot, grip = start
                 force = force - _jt(jacobian, springs + resists)
             if self.rolling is not None and self._carried is None:  # the step takes it at its end, with
                 rolling, pressing = self.rolling  # the normal force it solves for
@@ -745,18 +751,18 @@ class LagrangianSystem:
         reduced = self._reduced(planes)
         spring = self.per_body["contact_stiffness"][:, None] * (share if reduced is None else share * reduced)
         if start is None:  # a pair that reaches a surface within the step meets its spring alone there
-            dashpot = coulomb = torch.zeros_like(depth)
+            dashpot = grip = torch.zeros_like(depth)
         slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
         drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
         if self._carried is None:  # each body alone: its own small system
-            contact = _Pairs(along, slide, depth, surface, drift, spring, dashpot, coulomb)
+            contact = _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip)
             change, (pushing, resist, friction), resisting = self._newton(base, rhs, change, q_dot, contact, h,
                                                                           self.rolling)
             applied, loads = rayleigh(change) + resisting, torch.zeros_like(change)
         else:  # bodies meet: one system for all, each pair pushing on both
             change, (pushing, resist, friction), applied, loads = self._coupled(
                 q, q_dot, s, base, rhs, change, planes, jacobian,
-                _Pairs(along, slide, depth, surface, drift, spring, dashpot, coulomb), h, start)
+                _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip), h, start)
             applied = applied + rayleigh(change)
         self.pressed = pushing > 0  # a bounce may begin and end within the step (restitute)
         self._pins_power(q_dot, s, change, h, t0)
@@ -772,32 +778,46 @@ class LagrangianSystem:
         b, count, n = pairs.along.shape
         along, slide = pairs.along, pairs.slide.reshape(b, 3 * count, n)
         drift = pairs.drift.reshape(b, 3 * count)
-        rubs = bool((pairs.coulomb > 0).any())
+        rubs, eps = bool((pairs.grip > 0).any()), self.env.friction_regularization
         outer = lambda w, rows: (rows * w[..., None]).transpose(1, 2) @ rows  # sum_p w_p a_p a_p^T
-        going = torch.ones(b, 1, dtype=torch.bool)  # each body stops on its own, as it would alone
-        for _ in range(NEWTON_ITERATIONS):
+
+        def forces_at(change, held=None):
+            """The pairs' forces at dv: (push, the normal force's other part, friction, the dissipative
+            generalized force, the spring's slope, the weights (on, holds, friction's)), the weights
+            taken at dv or ``held``."""
             velocity = q_dot + change
             ended = pairs.depth - h * ((along @ (q_dot + 0.5 * change)[..., None])[..., 0] - pairs.surface)
             pushing, stiffening = _discrete_spring(pairs.spring, pairs.depth, ended)
             normal_speed = (along @ velocity[..., None])[..., 0] - pairs.surface
-            on = (ended > 0).to(q_dot.dtype)
+            on = (ended > 0).to(q_dot.dtype) if held is None else held[0]
             damped = pairs.dashpot * on
-            holds = ((pushing - damped * normal_speed) > 0).to(q_dot.dtype)  # the normal force never pulls:
-            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # where it would, none acts
-            resisting = (resist[:, None] @ along)[:, 0]
-            tangent = base + h * outer(holds * (0.5 * h * stiffening + damped), along)
-            friction = torch.zeros(b, count, 3, dtype=q_dot.dtype)
-            if rubs:
-                rubbing = (pairs.coulomb * on).repeat_interleave(3, dim=1)
+            holds = ((pushing - damped * normal_speed) > 0).to(q_dot.dtype) if held is None else held[1]
+            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # the normal force never pulls:
+            resisting = (resist[:, None] @ along)[:, 0]  # where it would, none acts
+            friction, rubbing = torch.zeros(b, count, 3, dtype=q_dot.dtype), None
+            if rubs:  # f_t = -mu N t / s, s = sqrt(|t|^2 + eps^2), t the slip
                 slip = (slide @ velocity[..., None])[..., 0] - drift
+                if held is None:
+                    speed = torch.sqrt((slip.view(b, count, 3) ** 2).sum(-1) + eps**2)
+                    rubbing = (pairs.grip * on / speed).repeat_interleave(3, dim=1)
+                else:
+                    rubbing = held[2]
                 friction = -(rubbing * slip).view(b, count, 3)
                 resisting = resisting + (friction.reshape(b, 1, -1) @ slide)[:, 0]
+            if rolling is not None:
+                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
+                resisting = resisting - pressing[:, None] * (rolling[0] @ velocity[..., None])[..., 0]
+            return pushing, resist, friction, resisting, stiffening, (on, holds, rubbing)
+
+        going = torch.ones(b, 1, dtype=torch.bool)  # each body stops on its own, as it would alone
+        for _ in range(NEWTON_ITERATIONS):
+            pushing, resist, friction, resisting, stiffening, held = forces_at(change)
+            on, holds, rubbing = held
+            tangent = base + h * outer(holds * (0.5 * h * stiffening + pairs.dashpot * on), along)
+            if rubs:  # friction's weight held in the tangent, reweighted at each iterate (IRLS)
                 tangent = tangent + h * outer(rubbing, slide)
             if rolling is not None:
-                per_newton = rolling[0]
-                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
-                resisting = resisting - pressing[:, None] * (per_newton @ velocity[..., None])[..., 0]
-                tangent = tangent + h * pressing[:, None, None] * per_newton
+                tangent = tangent + h * (pushing + resist).clamp(min=0.0).sum(-1)[:, None, None] * rolling[0]
             residual = (base @ change[..., None])[..., 0] - rhs - h * ((pushing[:, None] @ along)[:, 0] + resisting)
             correction = torch.where(going, self.solve(tangent, residual), 0.0)
             change = change - correction
@@ -805,6 +825,9 @@ class LagrangianSystem:
             going = going & (correction.abs() > scale).any(-1, keepdim=True)
             if not bool(going.any()):
                 break
+        else:  # not converged (friction's reweighting converges linearly): the forces the last solve
+            # took, at the dv it gave, so that the books hold what was applied
+            pushing, resist, friction, resisting = forces_at(change, held)[:4]
         return change, (pushing, resist, friction), resisting
 
     def _coupled(self, q, q_dot, s: State, base, rhs, change, planes, jacobian, pairs: "_Pairs", h: float, start):
@@ -843,7 +866,7 @@ class LagrangianSystem:
         still = lambda t, shape: torch.where(met.reshape(shape), 0.0, t)  # an owned plane moves through its rows
         joint = _Pairs(along, slide.reshape(1, b * count, 3, b * n), flat(pairs.depth), flat(still(pairs.surface, (b, count))),
                        still(pairs.drift, (b, count, 1)).reshape(1, b * count, 3), flat(pairs.spring),
-                       flat(pairs.dashpot), flat(pairs.coulomb))
+                       flat(pairs.dashpot), flat(pairs.grip))
         wide_base = torch.block_diag(*base)[None]
         if start is not None:  # the start's push back and anchors' power, replaced below
             springs, resists = start[0], start[1]
@@ -956,7 +979,7 @@ def _allowed(restitution, incoming):
 class _Pairs:
     """The contact pairs of an implicit step (LagrangianSystem._newton): rows n^T J (B, P, n) and
     (1 - n n^T) J (B, P, 3, n), start depth d_0 (B, P), the surface's normal (B, P) and tangential
-    (B, P, 3) velocity, spring, dashpot and friction coefficients (B, P)."""
+    (B, P, 3) velocity, spring and dashpot coefficients and mu N (B, P)."""
 
     along: torch.Tensor
     slide: torch.Tensor
@@ -965,7 +988,7 @@ class _Pairs:
     drift: torch.Tensor
     spring: torch.Tensor
     dashpot: torch.Tensor
-    coulomb: torch.Tensor
+    grip: torch.Tensor
 
 
 def _fitted_weight(x):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from neurok_blender.core import Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
+from neurok_blender.core import Conditions, Environment, Force, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.mesh import fibonacci_sphere
 from neurok_blender.core.rotation import exp_so3, right_jacobian, rotation_rates, vee
@@ -182,6 +182,22 @@ def test_sliding_box_stops_at_the_coulomb_distance():
     expected = speed**2 / (2 * mu * G)
     assert abs(travelled / expected - 1) < 0.05
     assert abs(result.positions[-1, :, 0].mean() - result.positions[-5, :, 0].mean()) < 1e-4  # it has stopped
+
+
+def test_a_box_pushed_below_its_friction_holds_and_pushed_above_it_slides():
+    """Coulomb friction holds a push under mu N (regularized, it creeps at friction_regularization
+    times the push over sqrt((mu N)^2 - push^2): here 0.6 mm/s) and gives way above it, where the box
+    accelerates at F / m - mu g (measured over the second half second, after it settled on the ground)."""
+    mu, mass = 0.5, 1.0
+    v, f = box((0.5, 0.5, 0.5), (0.0, 0.0, 0.0))
+    centre = {}
+    for share in (0.5, 1.5):  # of mu m g, at the centre of mass (every vertex), for a second
+        push = Force((share * mu * mass * G, 0.0, 0.0), vertices=list(range(len(v))), start_frame=0, end_frame=25)
+        result = simulate(v, f, Conditions(frames=25, fps=24, ground_height=0.0, friction=mu, mass=mass, forces=[push]))
+        centre[share] = result.positions[:, :, 0].mean(1)
+    assert abs(centre[0.5][24] - centre[0.5][12]) < 1e-3
+    speed = np.diff(centre[1.5]) * 24  # m/s over each frame
+    np.testing.assert_allclose((speed[23] - speed[11]) / 0.5, 0.5 * mu * G, rtol=0.02)
 
 
 @pytest.mark.parametrize("method", ["rk4", "leapfrog"])
