@@ -779,7 +779,11 @@ class LagrangianSystem:
         along, slide = pairs.along, pairs.slide.reshape(b, 3 * count, n)
         drift = pairs.drift.reshape(b, 3 * count)
         rubs, eps = bool((pairs.grip > 0).any()), self.env.friction_regularization
-        outer = lambda w, rows: (rows * w[..., None]).transpose(1, 2) @ rows  # sum_p w_p a_p a_p^T
+
+        def outer(w, rows):  # sum_p w_p a_p a_p^T over the rows that act: most of a scene's pairs are far
+            acting = (w != 0).any(0)  # from any surface, and its rows span every body's coordinates
+            w, rows = w[:, acting], rows[:, acting]
+            return (rows * w[..., None]).transpose(1, 2) @ rows
 
         def forces_at(change, held=None):
             """The pairs' forces at dv: (push, the normal force's other part, friction, the dissipative
