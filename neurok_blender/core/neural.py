@@ -59,6 +59,7 @@ What it costs and what it fixes: docs/physics.md, mirror symmetry.
 """
 
 import copy
+import dataclasses
 import functools
 
 import numpy as np
@@ -185,11 +186,19 @@ class NeuralBodyMap(KinematicMap):
             self._condense_mass_points()
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
-    def with_material(self, frequency: float, yield_strain: float | None) -> "NeuralBodyMap":
-        """A map on the same coordinates with another material, at rest: R_ref = I, s_p = 0. The
-        build (expansion, point fields) is shared, read-only; the attached point sets are its own."""
+    def with_material(self, frequency: float, yield_strain: float | None, shift=None) -> "NeuralBodyMap":
+        """A map on the same coordinates with another material, at rest: R_ref = I, s_p = 0, and moved
+        by ``shift`` (3,) m (a copy of the mesh elsewhere: the fields are in the model's units, the
+        same wherever the mesh stands). The build (expansion, point fields) is shared, read-only; the
+        attached point sets are its own."""
         other = copy.copy(self)
         other.point_sets, other._skins = dict(self.point_sets), dict(self._skins)
+        if shift is not None and np.any(shift):
+            moved = torch.as_tensor(np.asarray(shift, dtype=np.float64), dtype=self.dtype)
+            other.shape = dataclasses.replace(self.shape, center=self.shape.center + shift)
+            other.mirrors = MirrorGroup(self.mirrors.center + shift, self.mirrors.signs)
+            other.mass_points, other.center = self.mass_points + moved, self.center + moved
+            other.point_sets = {name: points + moved for name, points in self.point_sets.items()}
         other.orientation = torch.eye(3, dtype=self.dtype)[None]
         other.omega2 = (2 * np.pi * frequency) ** 2
         other.yield_strain = yield_strain

@@ -69,26 +69,31 @@ class NeuROK:
         """The learned body map of one mesh (world space) and what was chosen for it; no map when no
         reduced direction moves the mesh enough to be a coordinate (``reduction.drop_massless``).
 
-        The coordinates depend on the mesh, its mass and the expansion only: the last BUILDS_KEPT
-        builds are kept, and a mesh simulated again (other velocities, forces, frames or material
-        sliders) gets a fresh map on them (``NeuralBodyMap.with_material``) instead of a new build."""
-        v, f = np.ascontiguousarray(vertices, np.float64), np.ascontiguousarray(faces, np.int64)
-        key = (hashlib.blake2b(v.tobytes() + f.tobytes(), digest_size=16).hexdigest(), len(v),
+        The coordinates depend on the mesh's shape, its mass and the expansion only: the last
+        BUILDS_KEPT builds are kept, and a mesh simulated again (other velocities, forces, frames or
+        material sliders) or a copy of it moved elsewhere gets a fresh map on them
+        (``NeuralBodyMap.with_material``) instead of a new build."""
+        v, f = np.asarray(vertices, np.float64), np.ascontiguousarray(faces, np.int64)
+        corner = v.min(0)
+        # its shape from its lowest corner, to a billionth of its size: a copy moved elsewhere is the same
+        shape = np.round((v - corner) * (2**30 / max(float(np.ptp(v, 0).max()), 1e-30))).astype(np.int64)
+        key = (hashlib.blake2b(shape.tobytes() + f.tobytes(), digest_size=16).hexdigest(), len(v),
                float(conditions.mass), conditions.expansion)
         with self._building:  # Blender solves on a thread while live mode may build on the main one
             if key not in self._builds:
-                self._builds[key] = self._build(vertices, faces, conditions)
+                self._builds[key] = (corner, *self._build(vertices, faces, conditions))
                 while len(self._builds) > BUILDS_KEPT:
                     self._builds.popitem(last=False)
             self._builds.move_to_end(key)
-            built, where, mirrors, captured = self._builds[key]
+            built_at, built, where, mirrors, captured = self._builds[key]
         material = body_material(self.materials[category], category, conditions, vertices, faces, where,
                                  Environment.contact_stiffness)
         if built is None:  # without coordinates the body lands rigidly, on the stiff floor
             material = dataclasses.replace(material, contact_stiffness=Environment.contact_stiffness)
-        report = Report(category, reduced_coordinates=0 if built is None else built.reduced_size,
-                        mirrors=mirrors, captured=captured, mass_at=where, material=material)
-        return None if built is None else built.with_material(material.frequency, material.yield_strain), report
+            return None, Report(category, mirrors=mirrors, captured=captured, mass_at=where, material=material)
+        report = Report(category, reduced_coordinates=built.reduced_size, mirrors=mirrors, captured=captured,
+                        mass_at=where, material=material)
+        return built.with_material(material.frequency, material.yield_strain, corner - built_at), report
 
     def _build(self, vertices, faces, conditions: Conditions):
         """(map or None, where the mass is, mirror images, share of the active subspace's trace kept)

@@ -185,7 +185,8 @@ def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
 
 def test_a_mesh_simulated_again_reuses_its_coordinates_and_starts_afresh(weights, monkeypatch):
     """The second run of a mesh skips the build and gives what a fresh model gives, whatever the first
-    run left on its map (a dent, a turn); another mass is another build."""
+    run left on its map (a dent, a turn), and so does a copy of it elsewhere, moved; another mass is
+    another build."""
     v, f = BOX
     squeeze = [Force((0.0, 0.0, -0.5), vertices=np.flatnonzero(v[:, 2] > 1.1).tolist(), start_frame=0, end_frame=3),
                Force((0.0, 0.0, 0.5), vertices=np.flatnonzero(v[:, 2] < 1.1).tolist(), start_frame=0, end_frame=3)]
@@ -201,6 +202,9 @@ def test_a_mesh_simulated_again_reuses_its_coordinates_and_starts_afresh(weights
     again = model.simulate(v, f, thrown)
     assert len(builds) == 1
     np.testing.assert_array_equal(again.positions, fresh.positions)
+    moved = model.simulate(v + [1.5, -0.5, 0.25], f, thrown)  # a copy elsewhere: the same build, moved
+    assert len(builds) == 1
+    np.testing.assert_allclose(moved.positions, fresh.positions + np.float32([1.5, -0.5, 0.25]), atol=1e-5)
     model.simulate(v, f, dataclasses.replace(thrown, mass=2.0))
     assert len(builds) == 2
 
