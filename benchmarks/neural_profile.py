@@ -80,7 +80,7 @@ def main():
     untraced = time.perf_counter() - began
     profiler = cProfile.Profile()
     began = time.perf_counter()
-    result = profiler.runcall(neurok.simulate, v, f, conditions)
+    result = profiler.runcall(NeuROK.load(a.weights).simulate, v, f, conditions)  # a fresh model: it builds the mesh anew
     traced = time.perf_counter() - began
     stats = pstats.Stats(profiler)
     bake = time_bake(result.positions, f)
