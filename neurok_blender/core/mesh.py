@@ -114,11 +114,14 @@ def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 25
     Extremes along well-spread directions are hull vertices (what a rigid body rests on); when there
     are more than ``count`` of them a farthest-point subset keeps them spread over the whole hull.
     Farthest-point samples of all vertices fill any remaining budget, so concave regions and later
-    deformations are represented too.
+    deformations are represented too. Chosen on the vertices from their lowest corner, to a billionth
+    of their extent, where a box's ties are exact: a copy moved elsewhere gets the same indices.
     """
-    _, first_index = np.unique(np.round(vertices, 9), axis=0, return_index=True)
+    local = vertices - vertices.min(0)
+    local = np.round(local / max(float(local.max()), 1e-30), 9)
+    _, first_index = np.unique(local, axis=0, return_index=True)
     candidates = np.sort(first_index)
-    points = vertices[candidates]
+    points = local[candidates]
     extremes = np.unique(np.argmax(points @ fibonacci_sphere(directions).T, axis=0))
     if len(extremes) >= count:
         return candidates[extremes[_farthest_points(points[extremes], [0], count)]]
