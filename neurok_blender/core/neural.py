@@ -58,9 +58,12 @@ for bit). Drawn points follow the same sum of the mirrored skinned motions (|G| 
 What it costs and what it fixes: docs/physics.md, mirror symmetry.
 """
 
+import collections
 import copy
 import dataclasses
 import functools
+import hashlib
+import threading
 
 import numpy as np
 import torch
@@ -79,6 +82,8 @@ from .skinning import deform, skinning
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
 RETURN_ITERATIONS = 3  # of the plastic return to the yield surface (flow)
 CONDENSE_TOLERANCE = 1e-12  # singular values below this share of the largest carry no mass point
+ATTACHED_KEPT = 16  # point sets a build keeps skinned for its maps (a live grab attaches one each)
+_ATTACHING = threading.Lock()  # Blender solves on a thread while live mode may attach on the main one
 
 
 def wall_radius(reduced_size: int) -> float:
@@ -172,6 +177,7 @@ class NeuralBodyMap(KinematicMap):
         self._inverse_inertia = torch.linalg.inv(inertia)
         self._frame = None  # the rigid part of the raw quadratic field at the mass points (attach)
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
+        self._attached = collections.OrderedDict()  # the same, by the points from the centre (shared by with_material)
         self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
         self._posed = (None, None, None, None)  # (q, R_ref, point set, (x, J)) of the last jacobian
         self.attach(MASS, self.mass_points)
@@ -269,6 +275,18 @@ class NeuralBodyMap(KinematicMap):
             return
         super().attach(name, points)
         self._posed = (None, None, None, None)  # it may have been of this name's old points
+        key = (output, None if parts is None else np.asarray(parts).tobytes(),
+               shape_digest(points[0].detach().numpy(), self.center.numpy(), float(self.shape.scale)))
+        with _ATTACHING:  # the same points on this build's other maps (with_material) are skinned once
+            if key not in self._attached:
+                self._attached[key] = self._skin_points(points, parts, output)
+                while len(self._attached) > ATTACHED_KEPT:
+                    self._attached.popitem(last=False)
+            self._attached.move_to_end(key)
+            self._skins[name] = self._attached[key]
+
+    def _skin_points(self, points, parts, output):
+        """``attach``'s work: each mirror image's skinning and, for engine points, their field."""
         zero = torch.zeros(self.block, dtype=self.dtype)
         images, firsts, seconds = [], [], []
         for index in range(self.mirrors.size):
@@ -297,7 +315,7 @@ class NeuralBodyMap(KinematicMap):
                 self._frame = (self._rigid_part(first), self._rigid_part(second))
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
-        self._skins[name] = (images, field)
+        return images, field
 
     def _reflect_vectors(self, index, u):
         """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
@@ -498,6 +516,13 @@ class NeuralBodyMap(KinematicMap):
 
     def latent_speed(self, q_dot):
         return float(q_dot[:, 6:].norm(dim=1).max())
+
+
+def shape_digest(points: np.ndarray, origin, size: float) -> str:
+    """A digest of points (P, 3) from ``origin`` to a billionth of ``size``: the same for a copy of them
+    moved with their origin, whatever the rounding of the move."""
+    grid = np.round((np.asarray(points, np.float64) - origin) * (2**30 / max(size, 1e-30))).astype(np.int64)
+    return hashlib.blake2b(grid.tobytes() + str(grid.shape).encode(), digest_size=16).hexdigest()
 
 
 def nearest_vertices(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
