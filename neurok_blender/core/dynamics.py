@@ -24,6 +24,7 @@ from .rotation import body_angular_velocity, hat, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
 SURFACE = "surface"  # the bodies' mesh vertices, which other bodies meet (a scene of several bodies)
+SURFACE_FIELD_LIMIT = 4096  # vertices: a surface with more is skinned each step (its field would be 25 MB)
 MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesky defined
 # The largest damping ratio of an implicit step's contact dashpots: at 3 the contact keeps 0.024 of the
 # normal speed and lets go of a point within 20 ms (its slow rate omega (zeta - sqrt(zeta^2 - 1)), 53 /s
@@ -121,7 +122,9 @@ class LagrangianSystem:
         self._carried = None  # (normal, offset) in their owners' frames of the planes on other bodies (_planes_at)
         self._started = 0.0  # s: when the step of the current collider planes began
         if self.obstacles is not None and self.obstacles.bodies is not None:
-            kinematic_map.attach(SURFACE, env.surface_points, output=True)
+            # other bodies meet these every step: a learned map gives them its quadratic field, as it
+            # gives the contact points, unless there are too many for its (V, 3, k, k) table
+            kinematic_map.attach(SURFACE, env.surface_points, output=env.surface_points.shape[1] > SURFACE_FIELD_LIMIT)
         self._ground = self._ground_planes()  # the ground's planes, the same every step
         self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
