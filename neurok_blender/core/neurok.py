@@ -29,7 +29,7 @@ from .mass_points import material_points
 from .material import CategoryMaterial, body_material
 from .mirror import find_mirrors
 from .model import NeuROKModel, prepare_shape, shape_tensors
-from .neural import NeuralBodyMap
+from .neural import NeuralBodyMap, shape_digest
 from .options import DEFORMABLE, Conditions
 from .reduction import MAX_COORDINATES, Subspace, active_subspace, drop_massless
 from .simulation import DTYPE, Report, SimulationResult, simulate
@@ -73,12 +73,11 @@ class NeuROK:
         BUILDS_KEPT builds are kept, and a mesh simulated again (other velocities, forces, frames or
         material sliders) or a copy of it moved elsewhere gets a fresh map on them
         (``NeuralBodyMap.with_material``) instead of a new build."""
-        v, f = np.asarray(vertices, np.float64), np.ascontiguousarray(faces, np.int64)
-        corner = v.min(0)
-        # its shape from its lowest corner, to a billionth of its size: a copy moved elsewhere is the same
-        shape = np.round((v - corner) * (2**30 / max(float(np.ptp(v, 0).max()), 1e-30))).astype(np.int64)
-        key = (hashlib.blake2b(shape.tobytes() + f.tobytes(), digest_size=16).hexdigest(), len(v),
-               float(conditions.mass), conditions.expansion)
+        v = np.asarray(vertices, np.float64)
+        corner = v.min(0)  # from its lowest corner: a copy moved elsewhere is the same build
+        triangles = hashlib.blake2b(np.ascontiguousarray(faces, np.int64).tobytes(), digest_size=16).hexdigest()
+        key = (shape_digest(v, corner, float(np.ptp(v, 0).max())), triangles, float(conditions.mass),
+               conditions.expansion)
         with self._building:  # Blender solves on a thread while live mode may build on the main one
             if key not in self._builds:
                 self._builds[key] = (corner, *self._build(vertices, faces, conditions))
