@@ -786,9 +786,10 @@ class LagrangianSystem:
         drift = pairs.drift.reshape(b, 3 * count)
         rubs, eps = bool((pairs.grip > 0).any()), self.env.friction_regularization
 
-        def outer(w, rows):  # sum_p w_p a_p a_p^T over the rows that act: most of a scene's pairs are far
-            acting = (w != 0).any(0)  # from any surface, and its rows span every body's coordinates
-            w, rows = w[:, acting], rows[:, acting]
+        def outer(w, rows):  # sum_p w_p a_p a_p^T; a scene's rows span every body's coordinates and
+            if rows[0].numel() > 16384:  # most of its pairs are far from any surface: the acting ones only
+                acting = (w != 0).any(0)
+                w, rows = w[:, acting], rows[:, acting]
             return (rows * w[..., None]).transpose(1, 2) @ rows
 
         def forces_at(change, held=None):

@@ -92,6 +92,21 @@ def test_a_jelly_dropped_on_a_crate_lands_on_it_not_in_it_and_the_crate_holds_it
     assert np.abs(result[0].positions[-1] - result[0].positions[0]).max() < 2e-3  # the crate stays put
 
 
+def test_a_crate_dropped_on_a_jelly_rests_on_its_surface():
+    """A learned body's surface, placed by its quadratic field (dynamics.SURFACE_FIELD_LIMIT), carries
+    what lands on it: the crate's corners stay above the jelly's top face, within the contact's gap."""
+    jelly = box((0.4, 0.4, 0.3), (-0.2, -0.2, 0.0))
+    crate = box((0.2, 0.2, 0.2), (-0.1, -0.1, 0.5))
+    result = simulate_scene([(*jelly, Conditions(frames=30, ground_height=0.0, category="elastic")),
+                             (*crate, Conditions(frames=30, ground_height=0.0, category="rigid", mass=0.5))],
+                            model=NeuROK.load())
+    assert all(np.isfinite(r.positions).all() for r in result)
+    top = result[0].positions[:, :, 2].max(1)  # the jelly's highest vertex
+    bottom = result[1].positions[:, :, 2].min(1)  # the crate's lowest corner
+    assert (bottom - top).min() > -0.01  # never more than 1 cm into it, landing at 1.6 m/s
+    assert abs(bottom[-1] - top[-1]) < 0.01 and bottom[-1] > 0.25  # resting on it, held up
+
+
 def test_a_scene_shares_one_clock_and_the_colliders_come_with_the_first_body():
     v, f = box()
     with pytest.raises(ValueError, match="body 1's fps"):
