@@ -36,8 +36,8 @@ NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
 # converges quadratically, so what is left after it is of the order of its square
 NEWTON_TOLERANCE = 1e-5
-# the same while friction acts, whose reweighting converges linearly (a third of the way a
-# iteration in slow slip): the law's weights then hold to about this share
+# the same while friction acts, whose reweighting converges linearly, not quadratically: the law's
+# weights then hold to about this share
 FRICTION_TOLERANCE = 1e-3
 
 

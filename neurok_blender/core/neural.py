@@ -519,8 +519,8 @@ class NeuralBodyMap(KinematicMap):
 
 
 def shape_digest(points: np.ndarray, origin, size: float) -> str:
-    """A digest of points (P, 3) from ``origin`` to a billionth of ``size``: the same for a copy of them
-    moved with their origin, whatever the rounding of the move."""
+    """A digest of points (P, 3) from ``origin`` to a billionth of ``size`` (m): the same for a copy of
+    them moved with their origin, whatever the rounding of the move, and not for one scaled."""
     grid = np.round((np.asarray(points, np.float64) - origin) * (2**30 / max(size, 1e-30))).astype(np.int64)
     return hashlib.blake2b(grid.tobytes() + str(grid.shape).encode(), digest_size=16).hexdigest()
 

@@ -74,10 +74,10 @@ class NeuROK:
         material sliders) or a copy of it moved elsewhere gets a fresh map on them
         (``NeuralBodyMap.with_material``) instead of a new build."""
         v = np.asarray(vertices, np.float64)
-        corner = v.min(0)  # from its lowest corner: a copy moved elsewhere is the same build
+        corner = v.min(0)  # from its lowest corner, in metres: a copy moved elsewhere is the same build,
+        # one scaled is not
         triangles = hashlib.blake2b(np.ascontiguousarray(faces, np.int64).tobytes(), digest_size=16).hexdigest()
-        key = (shape_digest(v, corner, float(np.ptp(v, 0).max())), triangles, float(conditions.mass),
-               conditions.expansion)
+        key = (shape_digest(v, corner, 1.0), triangles, float(conditions.mass), conditions.expansion)
         with self._building:  # Blender solves on a thread while live mode may build on the main one
             if key not in self._builds:
                 self._builds[key] = (corner, *self._build(vertices, faces, conditions))

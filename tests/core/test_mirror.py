@@ -151,7 +151,8 @@ def test_the_mirrored_deformation_is_mirror_equivariant(model, expansion):
 
 def test_a_box_dropped_flat_lands_without_drifting_or_turning(model):
     """On mirrored coordinates the centre of mass stays on the planes' axis and the box does not turn,
-    to rounding (about 1e-9: the implicit step solves the stiff contact, which amplifies it), against
+    to rounding (about 1e-9 off the axis and 4e-8 of a turn with one thread: the implicit step solves
+    the stiff contact and friction, stiff at zero slip, which amplify it), against
     the 4 mm and 0.008 the same box drifts and turns on the
     decoder's own lopsided modes. Nine frames: the tenth passes through a stiff moment whose
     integration picks up the rounding's asymmetry (measured 1e-3 of a turn with one thread, 1e-15
@@ -164,7 +165,7 @@ def test_a_box_dropped_flat_lands_without_drifting_or_turning(model):
     assert np.abs(trajectory.coordinates[:, 0, 6:]).max() > 0.05  # ... and the landing deformed it
     np.testing.assert_allclose(translation[:, :2], np.broadcast_to(group.center[:2], translation[:, :2].shape),
                                atol=1e-8, rtol=0)  # the centre of mass on the planes' vertical axis
-    np.testing.assert_allclose(rotation, np.broadcast_to(np.eye(3), rotation.shape), atol=1e-8, rtol=0)
+    np.testing.assert_allclose(rotation, np.broadcast_to(np.eye(3), rotation.shape), atol=1e-7, rtol=0)
     drawn = trajectory.points[:, 0].astype(np.float64)
     for index, image in enumerate(group.vertex_images(v)):  # the drawn box stays its own mirror image
         np.testing.assert_allclose(group.reflect(drawn, index), drawn[:, image], atol=1e-5, rtol=0)

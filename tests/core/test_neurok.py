@@ -185,8 +185,8 @@ def test_a_continuum_body_keeps_a_dent_and_plasticity_zero_springs_back(neurok):
 
 def test_a_mesh_simulated_again_reuses_its_coordinates_and_starts_afresh(weights, monkeypatch):
     """The second run of a mesh skips the build and gives what a fresh model gives, whatever the first
-    run left on its map (a dent, a turn), and so does a copy of it elsewhere, moved; another mass is
-    another build."""
+    run left on its map (a dent, a turn), and so does a copy of it elsewhere, moved; another mass or
+    size is another build."""
     v, f = BOX
     squeeze = [Force((0.0, 0.0, -0.5), vertices=np.flatnonzero(v[:, 2] > 1.1).tolist(), start_frame=0, end_frame=3),
                Force((0.0, 0.0, 0.5), vertices=np.flatnonzero(v[:, 2] < 1.1).tolist(), start_frame=0, end_frame=3)]
@@ -207,6 +207,8 @@ def test_a_mesh_simulated_again_reuses_its_coordinates_and_starts_afresh(weights
     np.testing.assert_allclose(moved.positions, fresh.positions + np.float32([1.5, -0.5, 0.25]), atol=1e-5)
     model.simulate(v, f, dataclasses.replace(thrown, mass=2.0))
     assert len(builds) == 2
+    model.simulate(1.5 * v, f, thrown)  # the same shape larger: another build
+    assert len(builds) == 3
 
 
 def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yields_does_not(neurok):
