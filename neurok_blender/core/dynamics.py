@@ -55,7 +55,7 @@ class Environment:
     restitution: torch.Tensor | float = 0.3  # of the contact's spring-dashpot: the normal speed a point keeps, 0..1
     impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
     contact_stiffness: torch.Tensor | float = 1e5  # s^-2: per unit mass, spread over the contact points
-    friction_regularization: float = 0.001  # m/s: below this slip speed friction ramps to zero (a push under mu N creeps at about this)
+    friction_regularization: float = 0.001  # m/s: below this slip friction ramps to zero (a push under mu N creeps)
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
@@ -118,6 +118,7 @@ class LagrangianSystem:
         self._factored = None  # (M, its factor): see factor
         self._posed = None  # (q, the bodies' rotations): see _rotations
         self._state = None  # (q, q_dot, State) of the last state
+        self._acted = None  # (q, the acting points' x and J) of the last ``_acting``
         self.contact_damping = damping_ratios(self.per_body["restitution"])
         self.obstacles = env.obstacles if self.n_contact else None
         self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
@@ -176,7 +177,8 @@ class LagrangianSystem:
     def restore(self, snapshot) -> None:
         state, planes, self._surfaces, self._carried, self._started, self._impact_normal, self._meeting = snapshot
         self.map.restore(state)
-        self._posed = self._state = None  # the rotations of the same q differ with the map's restored orientation
+        # the rotations and points of the same q differ with the map's restored orientation
+        self._posed = self._state = self._acted = None
         if self.obstacles is not None:
             self._collider_planes = planes
             self.planes = self._combined_planes()
@@ -196,7 +198,7 @@ class LagrangianSystem:
             self.acting = bool(acting.shape[1])
             if self.acting:
                 self.map.attach(ACTING, acting)
-            self._state = None
+            self._state = self._acted = None
         self.load_points, self.load_vectors, self.load_windows = points, vectors, windows
         self.active_loads = torch.zeros_like(vectors)
 
@@ -207,7 +209,7 @@ class LagrangianSystem:
         if self._state is not None and self._state[0] is q and self._state[1] is q_dot:
             return self._state[2]
         if self.acting:
-            x, jac = self.map.jacobian(q, ACTING)
+            x, jac = self._acting(q)
         else:
             x, jac = torch.zeros(q.shape[0], 0, 3, dtype=q.dtype), torch.zeros(q.shape[0], 0, 3, q.shape[1], dtype=q.dtype)
         state = State(x, (jac @ q_dot[:, None, :, None])[..., 0], jac, self.map.mass_terms(q, q_dot))
@@ -327,6 +329,13 @@ class LagrangianSystem:
             planes.offset[met] = carried.offset[:, -c:].numpy()[met]
         return planes
 
+    def _acting(self, q):
+        """x (B, P, 3) and J (B, P, 3, n) at the acting points at q. The last is kept: a step's impact
+        law asks at the state it ended in, and the next step's colliders' planes and forces at the same."""
+        if self._acted is None or self._acted[0] is not q:
+            self._acted = (q, self.map.jacobian(q, ACTING))
+        return self._acted[1]
+
     def _rotations(self, q):
         """Each body's world rotation (B, 3, 3) at q; the last one is kept, as the factor of M is: the
         planes, the push back and their energy ask about the same q within an evaluation."""
@@ -363,7 +372,7 @@ class LagrangianSystem:
 
     def _contact_motion(self, q, q_dot):
         """The contact points' positions and velocities (B, C, 3)."""
-        x, jac = self.map.jacobian(q, ACTING)
+        x, jac = self._acting(q)
         return x[:, :self.n_contact], (jac[:, :self.n_contact] @ q_dot[:, None, :, None])[..., 0]
 
     def _surface_motion(self, q, t: float, fresh: bool = False, keep: bool = True):
@@ -408,7 +417,8 @@ class LagrangianSystem:
         nc, npin = self.n_contact, self.n_pin
         jc, jp, jl = s.jacobian[:, :nc], s.jacobian[:, nc:nc + npin], s.jacobian[:, nc + npin:]
         self.transfer = torch.zeros(q.shape[0], dtype=q.dtype)
-        self.pair_forces = None  # each contact pair's spring and other forces (B, P, 3), dashpot coefficient and mu N (B, P)
+        # each contact pair's spring and other forces (B, P, 3), its dashpot coefficient and mu N (B, P)
+        self.pair_forces = None
         self.pressed = None  # set by an implicit step after its forces
         self.rolling = None  # the rolling resistance's damping per newton (B, n, n) and N (B,), for an implicit step
         self.smooth_step = None  # (its matrix, the pins' K, b) of the last implicit step (implicit_change)
@@ -527,14 +537,14 @@ class LagrangianSystem:
         if self.impact is None:
             return q_dot, incoming, dissipated
         planes = self._planes_at(q)
-        at_end = self.map.jacobian(q, ACTING)[0]  # a learned map keeps it for the next step's forces
-        pressed = planes.depth(at_end[:, :self.n_contact]) > 0  # at the step's end
-        within = pressed if self.pressed is None else pressed | self.pressed  # or within it: an implicit step can hold a whole bounce
+        pressed = planes.depth(self._acting(q)[0][:, :self.n_contact]) > 0  # at the step's end
+        # or within it: an implicit step can hold a whole bounce
+        within = pressed if self.pressed is None else pressed | self.pressed
         if self._carried is not None or not bool(torch.isnan(self._meeting[0]).all()):
             q_dot, dissipated = self._restitute_bodies(q_dot, q_dot_before, planes, pressed, within)
-        reached = pressed & (planes.owner < 0)
-        touching = reached.any(1)  # at the step's end
-        reached = within & (planes.owner < 0)
+        grounded = planes.owner < 0  # the ground's and the colliders' planes
+        touching = (pressed & grounded).any(1)  # at the step's end
+        reached = within & grounded
         weights = reached.to(q.dtype)[..., None]
         surface = (planes.velocity * weights).sum(1) / weights.sum(1).clamp(min=1.0)
         starting = reached.any(1) & torch.isnan(incoming)
@@ -710,7 +720,6 @@ class LagrangianSystem:
         """
         nc, npin = self.n_contact, self.n_pin
         mass = s.mass_matrix
-        stiffness = torch.zeros_like(mass)
         damping = torch.zeros_like(mass)
         if self.damped:  # weighted so that its decay, alpha on the deformation, is exp(-alpha h) a step
             damping = _fitted_weight(self.per_body["damping"] * h)[:, None, None] * self.damping_matrix(mass)
@@ -875,7 +884,8 @@ class LagrangianSystem:
         slide = widen(pairs.slide, carried - planes.normal[..., None] * (planes.normal[:, :, None] @ carried))
         flat = lambda t: t.reshape(1, -1)
         still = lambda t, shape: torch.where(met.reshape(shape), 0.0, t)  # an owned plane moves through its rows
-        joint = _Pairs(along, slide.reshape(1, b * count, 3, b * n), flat(pairs.depth), flat(still(pairs.surface, (b, count))),
+        joint = _Pairs(along, slide.reshape(1, b * count, 3, b * n), flat(pairs.depth),
+                       flat(still(pairs.surface, (b, count))),
                        still(pairs.drift, (b, count, 1)).reshape(1, b * count, 3), flat(pairs.spring),
                        flat(pairs.dashpot), flat(pairs.grip))
         wide_base = torch.block_diag(*base)[None]

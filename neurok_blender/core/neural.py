@@ -179,7 +179,6 @@ class NeuralBodyMap(KinematicMap):
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
         self._attached = collections.OrderedDict()  # the same, by the points from the centre (shared by with_material)
         self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
-        self._posed = (None, None, None, None)  # (q, R_ref, point set, (x, J)) of the last jacobian
         self.attach(MASS, self.mass_points)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
@@ -208,7 +207,7 @@ class NeuralBodyMap(KinematicMap):
         other.orientation = torch.eye(3, dtype=self.dtype)[None]
         other.omega2 = (2 * np.pi * frequency) ** 2
         other.yield_strain = yield_strain
-        other._expanded, other._posed = (None, None, None), (None, None, None, None)
+        other._expanded = (None, None, None)
         other.set_plastic_rest(torch.zeros(1, self.reduced_size, dtype=self.dtype))
         return other
 
@@ -274,7 +273,6 @@ class NeuralBodyMap(KinematicMap):
         if name in self._skins and torch.equal(self.points(name), points):  # the same points again
             return
         super().attach(name, points)
-        self._posed = (None, None, None, None)  # it may have been of this name's old points
         key = (output, None if parts is None else np.asarray(parts).tobytes(),
                shape_digest(points[0].detach().numpy(), self.center.numpy(), float(self.shape.scale)))
         with _ATTACHING:  # the same points on this build's other maps (with_material) are skinned once
@@ -306,8 +304,8 @@ class NeuralBodyMap(KinematicMap):
                 def moved(s):
                     return self._reflect_vectors(index, self.scale * self._move(s[None], points_t, skin)[0])
                 firsts.append(torch.func.jacfwd(moved)(zero)[None])
-                seconds.append(torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None] if self.motions.second is not None
-                               else firsts[-1].new_zeros(*firsts[-1].shape, self.block))
+                seconds.append(firsts[-1].new_zeros(*firsts[-1].shape, self.block) if self.motions.second is None
+                               else torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
         field = None
         if firsts:
             first, second = self._block_field(firsts, seconds)
@@ -390,24 +388,14 @@ class NeuralBodyMap(KinematicMap):
         return r, first + z_s, None if s_dot is None else torch.einsum("bpikl,bl->bpik", second, s_dot)
 
     def embed(self, q, name):
-        posed = self._posed
-        if posed[0] is q and posed[1] is self.orientation and posed[2] == name:  # x of the last jacobian
-            return posed[3][0]
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, name):
-        """As KinematicMap's; the last one is kept: a step asks for the acting points at the state
-        the last one ended in up to three times (the impact law, the colliders' planes, the forces)."""
         if self._skin(name)[1] is None:
             return super().jacobian(q, name)
-        posed = self._posed
-        if posed[0] is q and posed[1] is self.orientation and posed[2] == name:
-            return posed[3]
         r, r_s, _ = self._expansion(name, q[:, 6:])
-        result = posed_jacobian(self.orientation, q, r, r_s)
-        self._posed = (q, self.orientation, name, result)
-        return result
+        return posed_jacobian(self.orientation, q, r, r_s)
 
     def mass_terms(self, q, q_dot):
         if self._skin(MASS)[1] is None:
@@ -460,7 +448,8 @@ class NeuralBodyMap(KinematicMap):
             + torch.einsum("bp,bpi,bpikl->bkl", self.masses, u, second)
         norm2 = (s * s).sum(1)[:, None, None]
         eye = torch.eye(s.shape[1], dtype=s.dtype)
-        wall = 3 * self.wall_mass[:, None, None] / self.wall_radius**4 * (norm2**2 * eye + 4 * norm2 * s[:, :, None] * s[:, None, :])
+        wall = 3 * self.wall_mass[:, None, None] / self.wall_radius**4 * (
+            norm2**2 * eye + 4 * norm2 * s[:, :, None] * s[:, None, :])
         hessian = torch.zeros(q.shape[0], q.shape[1], q.shape[1], dtype=q.dtype)
         hessian[:, 6:, 6:] = self.omega2 * (spring + wall)
         return hessian

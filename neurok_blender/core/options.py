@@ -19,7 +19,7 @@ CATEGORIES = {
 }
 DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")  # the categories the learned model moves
 
-AUTO = "auto"  # the integrator chosen per run from the system's rates (trajectory.choose_method)
+AUTO = "auto"  # the default integrator, the implicit step (trajectory.choose_method)
 INTEGRATORS = {
     AUTO: "The implicit step (default)",
     "leapfrog": "Symplectic Stoermer-Verlet, damping implicit: energy error stays bounded over long "

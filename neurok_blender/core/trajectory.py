@@ -68,7 +68,7 @@ class Trajectory:
     asleep_frames: int = 0  # frames the body slept through at rest (Run)
 
 
-def choose_method(system: LagrangianSystem, method: str, q: torch.Tensor | None) -> str:
+def choose_method(method: str) -> str:
     """``auto``: the implicit step, whose steps are set by the motion, not by the stiff contact, pins,
     potential wall or damping that hold it (docs/physics.md, "Integrators and step sizes")."""
     return "implicit" if method == AUTO else method
@@ -169,7 +169,7 @@ class Run:
         self.asleep, self.still = False, 0  # a new material or load wakes the body
         self.relaxing = relaxing_start(system, self.requested, self.fixed_substeps)
         sized_at = None if self.relaxing else (sized_at if sized_at is not None else self.q)
-        self.method = choose_method(system, self.requested, sized_at)
+        self.method = choose_method(self.requested)
         self.spinning = None  # (RK4, its steps) for frames in flight that spin (FLIGHT_RK4)
         self.rest_rates = system.fastest_rates() if self.relaxing else None
         if self.fixed_substeps:
