@@ -124,6 +124,7 @@ class LagrangianSystem:
         self._collider_planes = None  # obstacles.Planes of the current step (set_interval)
         self._surfaces = None  # (t, the bodies' vertex positions (B, V, 3)) at the last step's start
         self._carried = None  # (normal, offset) in their owners' frames of the planes on other bodies (_planes_at)
+        self._owner_shape = None  # (the learned columns of J where each pair meets its owner, q) at the step's start
         self._started = 0.0  # s: when the step of the current collider planes began
         if self.obstacles is not None and self.obstacles.bodies is not None:
             # other bodies meet these every step: a learned map gives them its quadratic field, as it
@@ -172,10 +173,11 @@ class LagrangianSystem:
         """What a step changes besides (q, q_dot): the map's state, the colliders' planes and where the
         bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
-            self._surfaces, self._carried, self._started, self._impact_normal, self._meeting
+            self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, self._meeting
 
     def restore(self, snapshot) -> None:
-        state, planes, self._surfaces, self._carried, self._started, self._impact_normal, self._meeting = snapshot
+        state, planes, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
+            self._meeting = snapshot
         self.map.restore(state)
         # the rotations and points of the same q differ with the map's restored orientation
         self._posed = self._state = self._acted = None
@@ -286,11 +288,13 @@ class LagrangianSystem:
                                                       self._surface_motion(q, t0, fresh))
         self._started = t0
         self.planes = self._combined_planes()
-        self._carried = None
+        self._carried = self._owner_shape = None
         if bool((self.planes.owner >= 0).any()):  # carried by their owners from here (_planes_at)
             rotation, origin = self._owner_frames(q)
             normal = (rotation.transpose(-1, -2) @ self.planes.normal[..., None])[..., 0]
             self._carried = (normal, self.planes.offset - (self.planes.normal * origin).sum(-1))
+            if self.deforms:
+                self._owner_shape = (self._shaping(q), q)
         return jump + self._contact_energy(q, x) - before
 
     def pin_pull(self, x, t: float):
@@ -315,6 +319,21 @@ class LagrangianSystem:
         total = self.masses.sum(-1)
         owner = planes.owner.clamp(min=0)
         return torch.where(planes.owner >= 0, total[owner] / (total[owner] + total[:, None]), 1.0)
+
+    def _shaping(self, q):
+        """The learned columns of each pair's owner's Jacobian at the place the pair meets its surface
+        (B, P, 3, n), zero elsewhere: sum_k w_k J_o(v_k) over the corners v_k of the face met, w_k the
+        place's barycentric weights. Through them the owner's deformation moves the plane and feels
+        the pair's push back (``_planes_at``, ``reactions``, ``_coupled``)."""
+        planes, b = self._collider_planes, q.shape[0]
+        jacobian = self.map.jacobian(q, SURFACE)[1] * self.elastic  # (B, V, 3, n)
+        owner = torch.as_tensor(planes.owner)
+        corners = torch.as_tensor(planes.corners)
+        weights = torch.as_tensor(planes.weights, dtype=q.dtype) * (owner >= 0)[..., None]
+        shaped = torch.einsum("bck,bckin->bcin", weights, jacobian[owner.clamp(min=0)[..., None], corners])
+        if self._ground is not None:  # the ground's slot comes first (_combined_planes)
+            shaped = torch.cat([torch.zeros_like(shaped), shaped], 1)
+        return shaped
 
     def _moved_planes(self, q, t: float) -> Planes:
         """The last step's collider planes moved on to time t: a collider's by its surface's velocity, a
@@ -350,10 +369,11 @@ class LagrangianSystem:
 
     def _planes_at(self, q, x=None, q_dot=None):
         """The contact planes at q: a plane on another body's surface moves with that body's rigid motion
-        since the step began, normal R R_0^T n_0 and offset through its translation, and (given the
-        contact points x (B, C, 3) and q_dot) at the velocity p_dot + omega x (x - p) of the owner's
-        material there. So the two bodies meet through one spring between them within the step, not a
-        surface a step behind."""
+        since the step began, normal R R_0^T n_0 and offset through its translation, and with its
+        deformation, offset + n . J_s (q - q_0) (J_s the learned columns of the owner's J where the pair
+        meets it, ``_shaping``); given the contact points x (B, C, 3) and q_dot, it moves at the velocity
+        p_dot + omega x (x - p) + J_s q_dot of the owner's material there. So the two bodies meet through
+        one spring between them within the step, not a surface a step behind."""
         planes = self.planes
         if self._carried is None:
             return planes
@@ -361,11 +381,16 @@ class LagrangianSystem:
         rotation, origin = self._owner_frames(q)
         normal = (rotation @ self._carried[0][..., None])[..., 0]
         offset = (normal * origin).sum(-1) + self._carried[1]
+        owner = planes.owner.clamp(min=0)
+        if self._owner_shape is not None:
+            shaped, start = self._owner_shape
+            offset = offset + (normal * (shaped @ (q - start)[owner][..., None])[..., 0]).sum(-1)
         velocity = planes.velocity
         if x is not None:
-            owner = planes.owner.clamp(min=0)
             spin = (self._rotations(q) @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
             velocity = q_dot[:, :3][owner] + torch.linalg.cross(spin[owner], x.repeat(1, planes.slots, 1) - origin)
+            if self._owner_shape is not None:
+                velocity = velocity + (self._owner_shape[0] @ q_dot[owner][..., None])[..., 0]
         return dataclasses.replace(planes, normal=torch.where(met[..., None], normal, planes.normal),
                                    offset=torch.where(met, offset, planes.offset),
                                    velocity=torch.where(met[..., None], velocity, planes.velocity))
@@ -467,8 +492,8 @@ class LagrangianSystem:
         met: -f at the same point x, through the owner's rigid coordinates, Q_p = -f and
         Q_theta = T^T R^T ((x - p) x -f) (T the right Jacobian of exp at theta, R its world rotation),
         so every pair's forces are equal and opposite on one line and momentum and angular momentum
-        are kept. The owner's deformation does not feel it (its learned coordinates do not reach an
-        arbitrary surface point); booked as work done on the owner, as a load's is.
+        are kept, and through its learned ones where it meets the pair, Q_s = J_s^T (-f) (``_shaping``):
+        a body pressed on bends under it. Booked as work done on the owner, as a load's is.
         ``x``, ``force`` (B, P, 3) of each pair; ``owner`` (B, P) its surface's body, -1 for none."""
         met = owner >= 0
         rows, push, at = owner[met], -force[met], x[met]
@@ -477,7 +502,11 @@ class LagrangianSystem:
         torque = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, torch.linalg.cross(arm, push))
         linear = torch.zeros(q.shape[0], 3, dtype=q.dtype).index_add_(0, rows, push)
         turn = right_jacobian(q[:, 3:6]).transpose(1, 2) @ rotation.transpose(1, 2) @ torque[..., None]
-        return torch.cat([linear, turn[..., 0], torch.zeros_like(q[:, 6:])], 1)
+        pushed = torch.cat([linear, turn[..., 0], torch.zeros_like(q[:, 6:])], 1)
+        if self._owner_shape is not None:
+            bent = (self._owner_shape[0][met].transpose(-1, -2) @ push[..., None])[..., 0]
+            pushed = pushed.index_add(0, rows, bent)
+        return pushed
 
     def rolling_resistance(self, q, q_dot, chol, pressing):
         """Generalized force (B, n) of the ground's torque against each body's turning, for a footprint of
@@ -852,9 +881,9 @@ class LagrangianSystem:
 
     def _coupled(self, q, q_dot, s: State, base, rhs, change, planes, jacobian, pairs: "_Pairs", h: float, start):
         """The implicit step of bodies that meet, as one system over all their coordinates (B n): a pair
-        on another body's surface moves with that body's rigid motion, u = G_o v_o with
-        G_o = [1, -[r]x R T, 0] at the point (r from the owner's origin, R its rotation, T the right
-        Jacobian of exp), so its rows are n^T J_b - n^T G_o and its force f pushes b by J_b^T f and the
+        on another body's surface moves with that body's material there, u = G_o v_o with
+        G_o = [1, -[r]x R T, J_s] at the point (r from the owner's origin, R its rotation, T the right
+        Jacobian of exp, J_s the learned columns of its J there, ``_shaping``), so its rows are n^T J_b - n^T G_o and its force f pushes b by J_b^T f and the
         owner by -G_o^T f, on one line (momentum and angular momentum kept). The start's push back on
         the owners (forces' reactions, in the loads) and its anchors' power (``transfer``) are replaced
         by the step's. The rolling resistance stays at the step's start here.
@@ -871,6 +900,8 @@ class LagrangianSystem:
         carried = torch.zeros(b, count, 3, n, dtype=q.dtype)  # G_o
         carried[..., :3] = torch.eye(3, dtype=q.dtype) * met[..., None, None]
         carried[..., 3:6] = -hat(arm) @ turn * met[..., None, None]
+        if self._owner_shape is not None:
+            carried = carried + self._owner_shape[0]
         rows = torch.arange(b)[:, None].expand(b, count)
         index = torch.arange(count)[None].expand(b, count)
 

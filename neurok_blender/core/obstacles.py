@@ -25,6 +25,7 @@ from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
 SLACK = 1e-3  # m: a point this much beyond its reach still gets its plane (the step's velocities change)
+FIELDS = ("normal", "offset", "velocity", "friction", "thickness", "owner", "corners", "weights")  # of Planes
 FACING = np.cos(np.radians(45))  # a point this square over a face's plane meets the face, not the edge round it
 
 
@@ -38,14 +39,15 @@ class Planes:
     friction: np.ndarray  # (B, C) the surface's Coulomb coefficient
     thickness: np.ndarray  # (B, C) m
     owner: np.ndarray  # (B, C) the body whose surface it is, -1 for a collider
+    corners: np.ndarray  # (B, C, 3) the owner's surface vertices round the place the point meets, 0 for a collider
+    weights: np.ndarray  # (B, C, 3) that place's barycentric weights on them
 
     @property
     def active(self) -> np.ndarray:
         return self.offset > FAR / 2
 
     def copy(self) -> "Planes":
-        return Planes(*(getattr(self, k).copy() for k in ("normal", "offset", "velocity", "friction", "thickness",
-                                                           "owner")))
+        return Planes(*(getattr(self, k).copy() for k in FIELDS))
 
 
 @dataclass
@@ -91,17 +93,18 @@ class Obstacles:
 
     def triangles(self, t: float, surfaces=None):
         """Every surface triangle at time t: corners (T, 3, 3), their velocities (T, 3, 3), and per
-        triangle its friction, thickness, whether its mesh is closed, and its owner (-1: a collider,
-        else the body, from ``surfaces`` = the bodies' vertex positions and velocities (B, V, 3))."""
+        triangle its friction, thickness, whether its mesh is closed, its owner (-1: a collider, else the
+        body, from ``surfaces`` = the bodies' vertex positions and velocities (B, V, 3)) and its corners'
+        rows of the owner's vertices (T, 3) (0 for a collider)."""
         positions, velocities = self.at(t)
         parts = [(positions[self.faces], velocities[self.faces], self.friction, self.thickness, self.closed,
-                  np.full(len(self.faces), -1))]
+                  np.full(len(self.faces), -1), np.zeros_like(self.faces))]
         if self.bodies is not None and surfaces is not None:
             where, moving = surfaces
             for body, faces in enumerate(self.bodies.faces):
                 parts.append((where[body][faces], moving[body][faces], np.full(len(faces), self.bodies.friction[body]),
                               np.full(len(faces), self.bodies.thickness), np.full(len(faces), self.bodies.closed[body]),
-                              np.full(len(faces), body)))
+                              np.full(len(faces), body), faces))
         return tuple(np.concatenate(column) for column in zip(*parts))
 
     def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None,
@@ -113,11 +116,12 @@ class Obstacles:
         and the surface's travel, or if it has gone past the surface of ``previous`` (the last step's
         planes, moved on to t with their surfaces)."""
         b, c, _ = x.shape
-        tri, tri_velocity, friction, thickness, closed, owner = self.triangles(t + 0.5 * h, surfaces)
+        tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(t + 0.5 * h, surfaces)
         speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
         reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + (thickness.max() if len(thickness) else 0.0)
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
-                        np.zeros((b, c)), np.zeros((b, c)), np.full((b, c), -1))
+                        np.zeros((b, c)), np.zeros((b, c)), np.full((b, c), -1), np.zeros((b, c, 3), np.int64),
+                        np.zeros((b, c, 3)))
         points, radius = x.reshape(-1, 3), reach.reshape(-1)
         rows, cols = self._near(x, reach, tri, owner)
         if len(rows):
@@ -157,9 +161,11 @@ class Obstacles:
             planes.friction[bi, ci] = friction[face[acting]]
             planes.thickness[bi, ci] = tau[acting]
             planes.owner[bi, ci] = owner[face[acting]]
+            planes.corners[bi, ci] = corners[face[acting]]
+            planes.weights[bi, ci] = weights[pair][acting]
         if previous is not None:  # past the surface: held on the plane it came through
             past = previous.active & (previous.offset - (previous.normal * x).sum(-1) > previous.thickness)
-            for field in ("normal", "offset", "velocity", "friction", "thickness", "owner"):
+            for field in FIELDS:
                 getattr(planes, field)[past] = getattr(previous, field)[past]
         return planes
 

@@ -4,7 +4,7 @@ gives the other it loses (momentum, energy books)."""
 import numpy as np
 import pytest
 
-from neurok_blender.core import Collider, Conditions, NeuROK, simulate
+from neurok_blender.core import Collider, Conditions, Force, NeuROK, simulate
 from neurok_blender.core.scene import simulate_scene
 from shapes import box
 
@@ -105,6 +105,25 @@ def test_a_crate_dropped_on_a_jelly_rests_on_its_surface():
     bottom = result[1].positions[:, :, 2].min(1)  # the crate's lowest corner
     assert (bottom - top).min() > -0.01  # never more than 1 cm into it, landing at 1.6 m/s
     assert abs(bottom[-1] - top[-1]) < 0.01 and bottom[-1] > 0.25  # resting on it, held up
+
+
+def test_a_crate_resting_on_a_jelly_squashes_it_as_its_weight_pressed_on_the_same_face_does():
+    """Newton's third law reaches the deformation: the push back on the jelly's surface acts through
+    its learned coordinates where it is met, so 5 kg resting on its top face squashes it as a 5 kg
+    weight's force spread over that face does (through its rigid coordinates alone, the crate's weight
+    reached the jelly's deformation only through the ground: 5 mm short). Damped, so both settle."""
+    jelly = box((0.4, 0.4, 0.3), (-0.2, -0.2, 0.0))
+    top = np.flatnonzero(jelly[0][:, 2] > 0.3 - 1e-9)
+    soft = dict(frames=48, ground_height=0.0, category="elastic", damping=10.0)
+    model = NeuROK.load()
+    weight = Force((0.0, 0.0, -9.81 * 5.0), vertices=list(top), start_frame=0, end_frame=48)
+    pressed = simulate(*jelly, Conditions(forces=[weight], **soft), model=model)
+    carrying = simulate_scene([(*jelly, Conditions(**soft)),
+                               (*box((0.2, 0.2, 0.2), (-0.1, -0.1, 0.31)),
+                                Conditions(frames=48, ground_height=0.0, category="rigid", mass=5.0))], model=model)
+    squashed = 0.3 - pressed.positions[-1, top, 2].mean()
+    assert squashed > 0.01  # the weight squashes it visibly
+    assert abs(carrying[0].positions[-1, top, 2].mean() - pressed.positions[-1, top, 2].mean()) < 1e-3
 
 
 def test_a_scene_shares_one_clock_and_the_colliders_come_with_the_first_body():
