@@ -19,7 +19,7 @@ import torch
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
-from .obstacles import SLACK, Obstacles, Planes, along_frames
+from .obstacles import FAR, SLACK, Obstacles, Planes, along_frames
 from .rotation import body_angular_velocity, hat, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
@@ -883,8 +883,10 @@ class LagrangianSystem:
         """The implicit step of bodies that meet, as one system over all their coordinates (B n): a pair
         on another body's surface moves with that body's material there, u = G_o v_o with
         G_o = [1, -[r]x R T, J_s] at the point (r from the owner's origin, R its rotation, T the right
-        Jacobian of exp, J_s the learned columns of its J there, ``_shaping``), so its rows are n^T J_b - n^T G_o and its force f pushes b by J_b^T f and the
-        owner by -G_o^T f, on one line (momentum and angular momentum kept). The start's push back on
+        Jacobian of exp, J_s the learned columns of its J there, ``_shaping``), so its rows are
+        n^T J_b - n^T G_o and its force f pushes b by J_b^T f and the owner by -G_o^T f, on one line
+        (momentum and angular momentum kept). Only the pairs with a plane take part (a point far from
+        every other body has none: its rows would be zeros). The start's push back on
         the owners (forces' reactions, in the loads) and its anchors' power (``transfer``) are replaced
         by the step's. The rolling resistance stays at the step's start here.
         Returns dv (B, n), each pair's forces as _newton's, the dissipative generalized force on each
@@ -902,23 +904,24 @@ class LagrangianSystem:
         carried[..., 3:6] = -hat(arm) @ turn * met[..., None, None]
         if self._owner_shape is not None:
             carried = carried + self._owner_shape[0]
-        rows = torch.arange(b)[:, None].expand(b, count)
-        index = torch.arange(count)[None].expand(b, count)
+        body, pair = torch.nonzero(planes.offset > FAR / 2, as_tuple=True)  # the pairs with a plane
+        kept, its_owner = torch.arange(len(body)), owner[body, pair]
 
-        def widen(mine, theirs):  # (B, P, k, n) on b's and on the owner's coordinates -> (1, B P k, B n)
-            wide = torch.zeros(b, count, mine.shape[2], b, n, dtype=q.dtype)
-            wide[rows, index, :, rows] = mine
-            wide[rows, index, :, owner] -= theirs
-            return wide.reshape(1, b * count * mine.shape[2], b * n)
+        def widen(mine, theirs):  # (K, k, n) on its body's and on its owner's coordinates -> (1, K k, B n)
+            wide = torch.zeros(len(body), mine.shape[1], b, n, dtype=q.dtype)
+            wide[kept, :, body] = mine
+            wide[kept, :, its_owner] -= theirs
+            return wide.reshape(1, -1, b * n)
 
-        along = widen(pairs.along[:, :, None], planes.normal[:, :, None] @ carried)
-        slide = widen(pairs.slide, carried - planes.normal[..., None] * (planes.normal[:, :, None] @ carried))
-        flat = lambda t: t.reshape(1, -1)
-        still = lambda t, shape: torch.where(met.reshape(shape), 0.0, t)  # an owned plane moves through its rows
-        joint = _Pairs(along, slide.reshape(1, b * count, 3, b * n), flat(pairs.depth),
-                       flat(still(pairs.surface, (b, count))),
-                       still(pairs.drift, (b, count, 1)).reshape(1, b * count, 3), flat(pairs.spring),
-                       flat(pairs.dashpot), flat(pairs.grip))
+        normal, owners = planes.normal[body, pair], carried[body, pair]
+        along = widen(pairs.along[body, pair][:, None], normal[:, None] @ owners)
+        slide = widen(pairs.slide[body, pair], owners - normal[..., None] * (normal[:, None] @ owners))
+        moving = met[body, pair]  # an owned plane moves through its rows
+        pick = lambda t: t[body, pair][None]
+        joint = _Pairs(along, slide.reshape(1, len(body), 3, b * n), pick(pairs.depth),
+                       torch.where(moving, 0.0, pairs.surface[body, pair])[None],
+                       torch.where(moving[:, None], 0.0, pairs.drift[body, pair])[None], pick(pairs.spring),
+                       pick(pairs.dashpot), pick(pairs.grip))
         wide_base = torch.block_diag(*base)[None]
         if start is not None:  # the start's push back and anchors' power, replaced below
             springs, resists = start[0], start[1]
@@ -930,7 +933,8 @@ class LagrangianSystem:
         solved, (pushing, resist, friction), _ = self._newton(wide_base, wide_rhs, change.reshape(1, b * n),
                                                               q_dot.reshape(1, b * n), joint, h)
         change = solved.view(b, n)
-        pushing, resist, friction = pushing.view(b, count), resist.view(b, count), friction.view(b, count, 3)
+        spread = lambda t: torch.zeros((b, count) + t.shape[2:], dtype=q.dtype).index_put_((body, pair), t[0])
+        pushing, resist, friction = spread(pushing), spread(resist), spread(friction)
         mine = _jt(jacobian, resist[..., None] * planes.normal + friction)
         force = (pushing + resist)[..., None] * planes.normal + friction
         pushed = self.reactions(q, x, force, planes.owner)
