@@ -26,13 +26,15 @@ import numpy as np
 import neurok_blender
 import training
 from neurok_blender.executors import Executor, Failed, run_all
-from training.corpus import articulated, cloth, continuum, elastic
+from training.corpus import articulated, cloth, continuum, elastic, soft
 from training.corpus.shards import write_manifest, write_shard
 
+# "elastic-mpm": the elastic category's soft solids by MPM (corpus/soft.py), several times the FEM's rate
 SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth,
-            "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic}
+            "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic, "elastic-mpm": soft.sample_soft}
 GENERATORS = {name: module.GENERATOR for name, module in
-              (("articulated", articulated), ("cloth", cloth), ("continuum", continuum), ("elastic", elastic))}
+              (("articulated", articulated), ("cloth", cloth), ("continuum", continuum), ("elastic", elastic),
+               ("elastic-mpm", soft))}
 
 
 def shard_path(out: Path, category: str, split: str, index: int) -> Path:

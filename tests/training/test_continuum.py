@@ -10,6 +10,7 @@ import pytest
 from neurok_blender.core import Conditions, Force, Pull
 from neurok_blender.core.mesh import box_mesh, winding_number
 from training.corpus import continuum as corpus
+from training.corpus import soft
 from training.reference.continuum import ContinuumMaterial, _fill, simulate_continuum
 from training.shapes.library import preprocess
 from training.shapes.geometry import enclosed_volume
@@ -172,3 +173,26 @@ def test_a_corpus_sequence_is_valid_and_a_function_of_its_seed(monkeypatch, shap
                                    np.broadcast_to(a.conditions["pull"]["displacement"], (len(pulled), 3)), atol=1e-4)
     assert np.isclose(a.masses.sum(), a.conditions["mass"], rtol=1e-5)
     assert a.checks["finite"] and a.checks["penetration"] < 0.01
+
+
+def test_a_soft_elastic_sequence_is_valid_a_function_of_its_seed_and_changes_shape(monkeypatch):
+    """The elastic category's MPM generator (corpus/soft.py): a jelly-to-soft-rubber solid that keeps
+    its volume and visibly deforms, its shape after the best rigid fit off the rest shape by more than
+    1 % of its diagonal at some frame."""
+    monkeypatch.setattr(corpus, "PARTICLES", 500)  # the corpus uses 4000; the sampling is the same
+    a, b = soft.sample_soft(0, "train"), soft.sample_soft(0, "train")
+    assert np.array_equal(a.positions, b.positions) and a.conditions == b.conditions
+    assert a.category == "elastic" and a.generator == soft.GENERATOR and a.material["model"] == "jelly"
+    assert np.isclose(a.masses.sum(), a.conditions["mass"], rtol=1e-5)
+    assert a.checks["finite"] and a.checks["penetration"] < 0.01 and a.checks["volume_error"] < 0.1
+    rest = a.rest_vertices.astype(np.float64) - a.rest_vertices.mean(0)
+    diagonal = np.linalg.norm(np.ptp(rest, axis=0))
+    assert max(_off_rigid(frame, rest) for frame in a.positions.astype(np.float64)) > 0.01 * diagonal
+
+
+def _off_rigid(points, rest):
+    """Mean distance (m) of ``points`` from the centred ``rest`` shape moved by its best rotation onto them."""
+    points = points - points.mean(0)
+    u, _, vt = np.linalg.svd(rest.T @ points)
+    turn = u @ np.diag([1.0, 1.0, np.sign(np.linalg.det(u @ vt))]) @ vt
+    return float(np.linalg.norm(points - rest @ turn, axis=1).mean())

@@ -44,8 +44,20 @@ def sample_continuum(seed: int, split: str, nudge: float = 0.0) -> Sequence:
     elif model == "snow":  # brittle: no push
         conditions = dataclasses.replace(conditions, forces=[])
     else:
-        conditions = dataclasses.replace(conditions, forces=[
-            dataclasses.replace(f, vector=tuple(SOFT_PUSH * np.asarray(f.vector))) for f in conditions.forces])
+        conditions = softly_pushed(conditions)
+    return mpm_sequence("continuum", shape, split, seed, vertices, faces, material, conditions, GENERATOR)
+
+
+def softly_pushed(conditions):
+    """``conditions`` with its pushes scaled by SOFT_PUSH, for a soft body's particles."""
+    return dataclasses.replace(conditions, forces=[
+        dataclasses.replace(f, vector=tuple(SOFT_PUSH * np.asarray(f.vector))) for f in conditions.forces])
+
+
+def mpm_sequence(category, shape, split, seed, vertices, faces, material: ContinuumMaterial, conditions,
+                 generator) -> Sequence:
+    """Simulate a solid of ``material`` with PARTICLES particles and keep it as a sequence of
+    ``category``, with its physical checks."""
     began = time.perf_counter()
     run = simulate_continuum(vertices, faces, material, conditions, particles=PARTICLES)
     seconds = time.perf_counter() - began
@@ -53,15 +65,15 @@ def sample_continuum(seed: int, split: str, nudge: float = 0.0) -> Sequence:
     checks = {"penetration": float(max(0.0, -run.positions[..., 2].min())), "spread": float(run.spread.max()),
               "finite": bool(np.isfinite(run.positions).all()), "seconds": seconds, "substeps": run.substeps}
     # jelly and clay keep their volume (von Mises flow is isochoric); snow compacts and sand dilates for real
-    change = "volume_error" if model in ("jelly", "plasticine") else "volume_change"
+    change = "volume_error" if material.model in ("jelly", "plasticine") else "volume_change"
     checks[change] = float(np.abs(run.volume_ratio - 1).max())
     if conditions.pull is not None:
         checks["hold_speed"] = run.hold_speed
     return Sequence(
-        category="continuum", shape=shape, split=split, seed=seed, fps=conditions.fps,
+        category=category, shape=shape, split=split, seed=seed, fps=conditions.fps,
         rest_vertices=vertices.astype(np.float32), faces=faces.astype(np.int32), positions=run.positions,
         masses=surface_masses(vertices, faces, conditions.mass), material=vars(material),
-        conditions=describe(conditions), checks=checks, generator=GENERATOR)
+        conditions=describe(conditions), checks=checks, generator=generator)
 
 
 def _random_material(rng, model, density, size, friction) -> ContinuumMaterial:
