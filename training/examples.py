@@ -5,6 +5,11 @@ One example: the mesh at frame a is the static shape M0; frame b, moved rigidly 
 own coordinates (p, R) and the model only has to learn the rest. Augmentation: a random turn about
 the gravity axis, a random stretch along each axis (a new shape, deformed consistently), and fresh
 random point samples every time.
+
+Pairs are drawn uniformly over the frames, or (``pairs="by-change"``) with frame b drawn in proportion
+to its shape change c_b from the first frame (after the best rigid fit, over the diagonal) plus
+RIGID_FLOOR of their mean: most frames of a landing are nearly rigid, and a uniform draw spends most
+examples teaching the model that nothing moves.
 """
 
 from dataclasses import dataclass
@@ -19,6 +24,8 @@ from training.corpus.sequence import Sequence
 
 REST_FRAME_SHARE = 0.5  # how often M0 is the first frame (the artist's rest mesh), else any frame
 EVALUATION_POINTS = 1024
+PAIRS = ("uniform", "by-change")  # how an example's frame b is drawn
+RIGID_FLOOR = 0.25  # by-change: of the mean change, added to every frame's, so rigid frames still come up
 
 
 @dataclass
@@ -28,12 +35,40 @@ class Prepared:
     sequence: Sequence
     vertex_parts: np.ndarray
     triangle_parts: np.ndarray
+    change: np.ndarray  # (T,) each frame's shape change from the first (``shape_change``)
 
 
 def prepare(sequence: Sequence) -> Prepared:
     parts = sequence.part_ids if sequence.part_ids is not None else loose_parts(sequence.faces, len(sequence.rest_vertices))
     parts = np.unique(parts, return_inverse=True)[1]
-    return Prepared(sequence, parts, parts[sequence.faces[:, 0]])
+    return Prepared(sequence, parts, parts[sequence.faces[:, 0]], shape_change(sequence))
+
+
+def shape_change(sequence: Sequence) -> np.ndarray:
+    """(T,) each frame's mass-weighted RMS distance from the first frame, the frame moved onto it by
+    its best rigid fit (Kabsch, every frame at once), over the first frame's bounding-box diagonal."""
+    frames = sequence.positions.astype(np.float64)
+    w = sequence.masses.astype(np.float64) / sequence.masses.sum()
+    source, target = frames - (w @ frames)[:, None], frames[0] - w @ frames[0]
+    u, _, vt = np.linalg.svd(np.einsum("v,tvi,vj->tij", w, source, target))
+    d = np.sign(np.linalg.det(u @ vt))
+    rotation = u @ (np.eye(3) * np.stack([np.ones_like(d), np.ones_like(d), d], -1)[:, None]) @ vt  # R^T: x R^T
+    moved = source @ rotation
+    diagonal = np.linalg.norm(np.ptp(frames[0], axis=0))
+    return np.sqrt(np.einsum("v,tvi->t", w, (moved - target) ** 2)) / max(diagonal, 1e-30)
+
+
+def draw_pair(item: Prepared, rng, pairs: str = "uniform") -> tuple[int, int]:
+    """Frames (a, b) of one example: a the first frame REST_FRAME_SHARE of the time, else any; b any,
+    or with ``pairs="by-change"`` in proportion to its change plus RIGID_FLOOR of the mean."""
+    if pairs not in PAIRS:
+        raise ValueError(f"pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
+    frames = len(item.sequence.positions)
+    a = 0 if rng.random() < REST_FRAME_SHARE else int(rng.integers(frames))
+    if pairs == "uniform":
+        return a, int(rng.integers(frames))
+    weight = item.change + RIGID_FLOOR * item.change.mean() + 1e-12
+    return a, int(rng.choice(frames, p=weight / weight.sum()))
 
 
 def rigid_alignment(source, target, weights):
@@ -47,11 +82,9 @@ def rigid_alignment(source, target, weights):
     return rotation, ct - rotation @ cs
 
 
-def make_example(item: Prepared, rng, config: ModelConfig, augment: bool = True) -> dict:
+def make_example(item: Prepared, rng, config: ModelConfig, augment: bool = True, pairs: str = "uniform") -> dict:
     s = item.sequence
-    frames = len(s.positions)
-    a = 0 if rng.random() < REST_FRAME_SHARE else int(rng.integers(frames))
-    b = int(rng.integers(frames))
+    a, b = draw_pair(item, rng, pairs)
     shape, target = s.positions[a].astype(np.float64), s.positions[b].astype(np.float64)
     if augment:
         turn = rng.uniform(0, 2 * np.pi)

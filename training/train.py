@@ -2,12 +2,14 @@
 
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
                                         [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
-                                        [--kl-warmup STEPS] [--draw-workers N] [--config JSON]
+                                        [--kl-warmup STEPS] [--pairs by-change] [--draw-workers N] [--config JSON]
+                                        [--init WEIGHTS] [--learning-rate 3e-4]
     torchrun --nproc-per-node N -m training.train CORPUS OUT ...     (data-parallel on N GPUs)
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
-latent. With --kl-warmup the KL weight ramps linearly from 0 to its value over that many steps
+latent; each pair's frame b drawn uniformly or, with --pairs by-change, in proportion to its shape
+change (``examples.draw_pair``). With --kl-warmup the KL weight ramps linearly from 0 to its value over that many steps
 (KL annealing, Bowman et al. 2016): trained from scratch at weight 1.0 the posterior collapsed onto
 the prior (held-out KL 0.06-7 nats over 3,000 steps, held-out vertex error 5.3 % of the diagonal at
 step 2,975 against 5.9 % at step 25; the shipped run, weight 0.01 on the previous corpus, had 3.8 %
@@ -16,6 +18,7 @@ at step 3,000), where the same weight reached by fine-tuning trained weights kep
 and the same command continues from it; example i of step s and its posterior noise are drawn from
 generators seeded by (seed, step, i), so a resumed run repeats an uninterrupted one exactly.
 OUT/log.jsonl gets the losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
+--init starts from a model file's weights (a fine-tune: its config, a fresh optimizer).
 
 Launched by ``torchrun`` (torch's own launcher), N processes train data-parallel
 (DistributedDataParallel: NCCL on GPUs, one each, gloo on the CPU): each computes 1/N of every
@@ -47,7 +50,7 @@ from neurok_blender.core.checkpoint import read_checkpoint, resolve_device, save
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.skinning import Skinning
 from training.corpus.shards import read_shard
-from training.examples import collate, make_example, prepare
+from training.examples import PAIRS, collate, make_example, prepare
 from training.parent_watch import spawned_pool
 
 UNIT = 0.01  # the reconstruction error is measured in 1 % of the bounding-box diagonal
@@ -111,13 +114,14 @@ class TrainingLoss(torch.nn.Module):
         return losses(self.model, t, noise, kl_weight)
 
 
-def draw_batch(items, seed: int, step: int, examples: range, config: ModelConfig, augment: bool = True) -> dict:
+def draw_batch(items, seed: int, step: int, examples: range, config: ModelConfig, augment: bool = True,
+               pairs: str = "uniform") -> dict:
     """Examples ``examples`` of step ``step``'s batch, example i from the generator (seed, step, i):
     the same examples whichever process draws them."""
     picked = []
     for index in examples:
         rng = np.random.default_rng([seed, step, index])
-        picked.append(make_example(items[int(rng.integers(len(items)))], rng, config, augment))
+        picked.append(make_example(items[int(rng.integers(len(items)))], rng, config, augment, pairs))
     return collate(picked)
 
 
@@ -128,19 +132,20 @@ def posterior_noise(seed: int, step: int, examples: range, shape: tuple[int, ...
                                       for index in examples]).astype(np.float32))
 
 
-def batches(corpus: Path, items, seed: int, first: int, last: int, examples: range, config: ModelConfig, workers: int):
+def batches(corpus: Path, items, seed: int, first: int, last: int, examples: range, config: ModelConfig, workers: int,
+            pairs: str = "uniform"):
     """This process's share (``examples``) of the training batches of steps ``first`` to ``last`` - 1
     in order; with ``workers`` > 1 drawn by that many processes (each reads the corpus once), 2 per
     process ahead of the step that needs them."""
     if workers == 1:
         for step in range(first, last):
-            yield draw_batch(items, seed, step, examples, config)
+            yield draw_batch(items, seed, step, examples, config, pairs=pairs)
         return
     pool, ahead = spawned_pool(workers, _load_draw_worker, corpus), collections.deque()
     try:
         for step in range(first, last):
             while len(ahead) < 2 * workers and step + len(ahead) < last:
-                ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), examples, config))
+                ahead.append(pool.submit(_pooled_draw, seed, step + len(ahead), examples, config, pairs))
             yield ahead.popleft().result()
     finally:  # a run stopped early (--hours) leaves nothing queued
         pool.shutdown(cancel_futures=True)
@@ -154,8 +159,8 @@ def _load_draw_worker(corpus: Path) -> None:
     _worker_items = load_corpus(corpus, "train")
 
 
-def _pooled_draw(seed: int, step: int, examples: range, config: ModelConfig) -> dict:
-    return draw_batch(_worker_items, seed, step, examples, config)
+def _pooled_draw(seed: int, step: int, examples: range, config: ModelConfig, pairs: str) -> dict:
+    return draw_batch(_worker_items, seed, step, examples, config, pairs=pairs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,14 +185,18 @@ class Processes:
 
 def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
-          until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0, draw_workers: int = 1) -> Path:
+          until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0, draw_workers: int = 1,
+          pairs: str = "uniform", init: Path | None = None) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
-    earlier, resumably; ``draw_workers`` processes draw the batches ahead. Under ``torchrun``, each of
+    earlier, resumably; ``draw_workers`` processes draw the batches ahead; ``init`` a model file whose
+    weights the run starts from (its config must be ``config``). Under ``torchrun``, each of
     its processes trains its share of every batch. Returns the path of the model file."""
     if kl_warmup < 0:
         raise ValueError(f"kl_warmup must be 0 (no warm-up) or a number of steps, got {kl_warmup}")
     if draw_workers < 1:
         raise ValueError(f"draw_workers must be at least 1 (drawing in this process), got {draw_workers}")
+    if pairs not in PAIRS:
+        raise ValueError(f"pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
     processes = Processes.from_environment()
     if batch % processes.world:
         raise ValueError(f"a batch of {batch} does not split evenly over {processes.world} processes")
@@ -207,7 +216,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         payload = read_checkpoint(checkpoint)
         if payload["config"] != model.config_dict():
             raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
-        for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0)):
+        for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0),
+                                     ("pairs", pairs, "uniform"), ("init", init and init.name, None)):
             if payload["about"].get(name, default) != value:
                 raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
         model.load_state_dict(payload["weights"])
@@ -215,6 +225,11 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         step, elapsed = payload["step"], payload["about"]["seconds"]
         if lead:
             print(f"resuming at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
+    elif init is not None:
+        payload = read_checkpoint(init)
+        if payload["config"] != model.config_dict():
+            raise ValueError(f"{init} was trained with another config: {payload['config']}")
+        model.load_state_dict(payload["weights"])
     loss = TrainingLoss(model)
     if processes.world > 1:  # the ranks' gradients averaged in backward; a static graph, since the
         # self-attention blocks' context norms never take part, the same ones every step
@@ -232,10 +247,10 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
     def about():
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
-                "kl_weight": kl_weight, "kl_warmup": kl_warmup}
+                "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name}
 
     began, last = time.perf_counter() - elapsed, min(steps, until or steps)
-    drawn = batches(corpus, items, seed, step, last, share, config, draw_workers)
+    drawn = batches(corpus, items, seed, step, last, share, config, draw_workers, pairs)
     with contextlib.ExitStack() as stack:
         log = stack.enter_context((out / "log.jsonl").open("a")) if lead else None
         stack.enter_context(contextlib.closing(drawn))
@@ -313,18 +328,27 @@ def main():
     parser.add_argument("--kl-weight", type=float, default=KL_WEIGHT,
                         help="weight of the KL term against the reconstruction in units of (1 %% of the diagonal)^2")
     parser.add_argument("--kl-warmup", type=int, default=0, help="ramp the KL weight from 0 over this many steps")
+    parser.add_argument("--pairs", choices=PAIRS, default="uniform",
+                        help="how each example's second frame is drawn: uniformly, or by its shape change")
     parser.add_argument("--draw-workers", type=int, default=1,
                         help="processes drawing the coming batches (1: in this one, between steps)")
     parser.add_argument("--config", type=json.loads, default={},
                         help='model config fields as JSON, e.g. \'{"width": 256, "tokens": 64}\' (default: the shipped model\'s)')
     parser.add_argument("--log-every", type=int, default=25, help="steps between log rows and held-out checks")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start from this model file's weights and config (a fine-tune)")
+    parser.add_argument("--learning-rate", type=float, default=3e-4, help="peak of the cosine schedule")
     a = parser.parse_args()
     unknown = set(a.config) - {f.name for f in dataclasses.fields(ModelConfig)}
     if unknown:
         parser.error(f"--config: no model config field {', '.join(sorted(unknown))}")
-    config = ModelConfig(**{"dual_quaternion": not a.displacement, **a.config})
+    if a.init is not None and (a.config or a.displacement):
+        parser.error("--init takes its model's config: no --config or --displacement with it")
+    config = ModelConfig(**(read_checkpoint(a.init)["config"] if a.init is not None else
+                            {"dual_quaternion": not a.displacement, **a.config}))
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, config, log_every=a.log_every,
-          hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup, draw_workers=a.draw_workers)
+          hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup, draw_workers=a.draw_workers,
+          pairs=a.pairs, init=a.init, learning_rate=a.learning_rate)
 
 
 if __name__ == "__main__":

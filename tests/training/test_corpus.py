@@ -136,6 +136,8 @@ def test_a_stored_sequence_gives_back_its_conditions_and_its_material_as_scales(
     jelly = {**asdict(ContinuumMaterial()), "model": "jelly"}
     assert material_scales("continuum", jelly)["plasticity"] == 0.0  # springs back, as the reference does
     assert material_scales("continuum", jelly)["damping"] == 0.0  # and MPM has no viscosity
+    soft = {**jelly, "young": 1e5}  # an elastic sequence by MPM (corpus/soft.py)
+    assert material_scales("elastic", soft) == {"stiffness": 2.0, "damping": 0.0, "plasticity": 1.0}
     sand = {**asdict(ContinuumMaterial()), "model": "sand", "friction": 0.7}  # the ground the reference rubbed on
     assert material_conditions("continuum", sand)["friction"] == 0.7
     assert "friction" not in material_conditions("cloth", asdict(ClothMaterial()))  # Blender's units, not Coulomb's

@@ -14,7 +14,7 @@ from neurok_blender.core.checkpoint import load_model
 from neurok_blender.core.model import ModelConfig
 from training.corpus.articulated import sample_articulated
 from training.corpus.shards import write_shard
-from training.examples import make_example, prepare, rigid_alignment
+from training.examples import draw_pair, make_example, prepare, rigid_alignment, shape_change
 from training.train import train
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -36,6 +36,33 @@ def test_rigid_alignment_recovers_a_rotation_and_the_example_removes_it():
     assert np.abs(example["deformation"]).max() < 1e-5
 
 
+def test_pairs_by_change_draw_the_frames_that_change_shape_and_a_resume_must_keep_the_draw(tmp_path):
+    """Half the frames only move (a turn and a shift: no change), half stretched by 25 % along x and squashed by 20 % along y:
+    drawn by change, nine in ten second frames are squashed ones (each frame's weight is its change
+    plus a quarter of the mean), drawn uniformly half."""
+    sequence = sample_articulated(0, "train")
+    rest = sequence.positions[0].astype(np.float64)
+    c, s = np.cos(0.3), np.sin(0.3)
+    moved = rest @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]).T + [0.2, 0.0, 0.1]
+    squashed = rest * [1.25, 0.8, 1.0]
+    sequence.positions = np.stack([rest] + [moved] * 29 + [squashed] * 30).astype(np.float32)
+    change = shape_change(sequence)
+    assert np.abs(change[:30]).max() < 1e-6 and change[30:].min() > 0.01
+    item, rng = prepare(sequence), np.random.default_rng(0)
+    for pairs, share in (("by-change", 0.9), ("uniform", 0.5)):
+        drawn = np.array([draw_pair(item, rng, pairs)[1] for _ in range(4000)])
+        assert abs((drawn >= 30).mean() - share) < 0.03
+    with pytest.raises(ValueError, match="pairs must be one of"):
+        draw_pair(item, rng, "most")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    train(corpus, tmp_path / "run", steps=4, batch=2, seed=0, device="cpu", config=TINY, pairs="by-change", until=2)
+    with pytest.raises(ValueError, match="pairs"):
+        train(corpus, tmp_path / "run", steps=4, batch=2, seed=0, device="cpu", config=TINY)
+
+
 def test_training_logs_saves_and_resumes_exactly_with_batches_drawn_here_or_by_worker_processes(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -52,6 +79,23 @@ def test_training_logs_saves_and_resumes_exactly_with_batches_drawn_here_or_by_w
     assert all(np.isfinite(r["loss"]) and 0 < r["heldout_vertex_error"] < 1 for r in rows)
     with pytest.raises(ValueError, match="draw_workers must be at least 1"):
         train(corpus, tmp_path / "none", steps=6, batch=2, seed=0, device="cpu", config=TINY, draw_workers=0)
+
+
+def test_a_fine_tune_starts_from_the_weights_it_is_given_and_a_resume_must_keep_them(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    base = train(corpus, tmp_path / "base", steps=2, batch=2, seed=0, device="cpu", config=TINY)
+    still = train(corpus, tmp_path / "tune", steps=1, batch=2, seed=1, device="cpu", config=TINY, init=base,
+                  learning_rate=0.0)  # no step taken: the weights it started from
+    a, b = load_model(base, "cpu").state_dict(), load_model(still, "cpu").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="init"):  # the checkpoint there started from base's weights
+        train(corpus, tmp_path / "tune", steps=2, batch=2, seed=1, device="cpu", config=TINY)
+    with pytest.raises(ValueError, match="another config"):
+        train(corpus, tmp_path / "other", steps=1, batch=2, seed=0, device="cpu",
+              config=dataclasses.replace(TINY, width=16), init=base)
 
 
 def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):

@@ -6,6 +6,7 @@ other materials scale them by the parameter that sets the deformation's frequenc
 damping, and a continuum body's model says whether it flows:
 
     elastic      stiffness = E / E_default                      damping = flex damping / default
+                 by MPM (a jelly, ``corpus/soft.py``): damping = 0 (MPM has no viscosity)
     cloth        stiffness = (tension / vertex mass) / default   damping = air damping / default
     continuum    stiffness = E / E_default
                  snow (the default), plasticine, sand: damping = plasticity = 1
@@ -39,6 +40,8 @@ def material_scales(category: str, material: dict) -> dict[str, float]:
     """Conditions' stiffness, damping and plasticity for a reference material's fields."""
     if category == "elastic":
         default = ElasticMaterial()
+        if material.get("model") == "jelly":
+            return _scales(material["young"] / default.young, 0.0)
         return _scales(material["young"] / default.young, material["damping"] / default.damping)
     if category == "cloth":
         default = ClothMaterial()
