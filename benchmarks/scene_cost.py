@@ -20,7 +20,7 @@ import torch
 
 from benchmarks import write_results
 from neurok_blender.core import Conditions, NeuROK, simulate, simulate_scene
-from neurok_blender.core.mesh import box_mesh, winding_number
+from neurok_blender.core.mesh import box_mesh, subdivided, winding_number
 from neurok_blender.core.obstacles import closest_on_triangles
 
 SIZE, FRAMES = 0.3, 48
@@ -30,19 +30,8 @@ def jelly_box(corner):
     """A 0.3 m box with each face split into 8 x 8 quads (386 vertices): a mesh the learned map can bend."""
     v, f = box_mesh((SIZE, SIZE, SIZE), corner)
     for _ in range(3):
-        v, f = _split(v, f)
+        v, f = subdivided(v, f)
     return v, f
-
-
-def _split(vertices, faces):
-    """Each triangle into four at its edge midpoints (shared midpoints merged)."""
-    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    unique, index = np.unique(edges, axis=0, return_inverse=True)
-    mids = len(vertices) + index.reshape(3, -1).T
-    v = np.concatenate([vertices, vertices[unique].mean(1)])
-    a, b, c = faces.T
-    ab, bc, ca = mids.T
-    return v, np.concatenate([np.stack(t, 1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))])
 
 
 def corners(count, layers=1):

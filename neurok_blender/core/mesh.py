@@ -32,6 +32,18 @@ def box_mesh(size=(1.0, 1.0, 1.0), corner=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, 
     return v * np.asarray(size, dtype=np.float64) + np.asarray(corner, dtype=np.float64), _BOX_FACES.copy()
 
 
+def subdivided(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each triangle split into four at its edge midpoints (shared midpoints merged): the same
+    surface with four times the triangles, for a mesh fine enough to bend."""
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    unique, index = np.unique(edges, axis=0, return_inverse=True)
+    mids = len(vertices) + index.reshape(3, -1).T
+    v = np.concatenate([vertices, vertices[unique].mean(1)])
+    a, b, c = faces.T
+    ab, bc, ca = mids.T
+    return v, np.concatenate([np.stack(t, 1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))])
+
+
 def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     """Return float64 vertices (V, 3) and int64 triangles (F, 3), or raise ValueError saying what is wrong."""
     v = np.asarray(vertices, dtype=np.float64)

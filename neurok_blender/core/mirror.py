@@ -56,10 +56,12 @@ class MirrorGroup:
         """g(x) for every g in G: (|G|, ..., 3), the points themselves first."""
         return np.stack([self.reflect(points, i) for i in range(self.size)])
 
-    def vertex_images(self, vertices: np.ndarray) -> np.ndarray:
-        """(|G|, V): the index of the vertex nearest to g(v) for each vertex v (its mirror image)."""
+    def vertex_images(self, vertices: np.ndarray, indices: np.ndarray | None = None) -> np.ndarray:
+        """(|G|, V): the index of the vertex nearest to g(v) for each vertex v (its mirror image), or
+        (|G|, N) for the vertices ``indices`` only."""
         tree = cKDTree(vertices)
-        return np.stack([tree.query(self.reflect(vertices, i))[1] for i in range(self.size)])
+        chosen = vertices if indices is None else vertices[indices]
+        return np.stack([tree.query(self.reflect(chosen, i))[1] for i in range(self.size)])
 
 
 def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGroup:
@@ -77,3 +79,4 @@ def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGr
         if distance.max() <= tolerance * diagonal:
             signs += [h * g for h in signs]  # the group generated so far, and its product with g
     return MirrorGroup(center, np.stack(signs))
+

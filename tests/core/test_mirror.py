@@ -12,13 +12,13 @@ import torch
 
 from neurok_blender.core import Conditions, LagrangianSystem, rollout
 from neurok_blender.core.mass_points import material_points
-from neurok_blender.core.mesh import box_mesh, mass_properties
+from neurok_blender.core.mesh import box_mesh, contact_samples, mass_properties
 from neurok_blender.core.mirror import MirrorGroup, find_mirrors
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.neural import NeuralBodyMap
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
-from neurok_blender.core.simulation import DTYPE, environment, output_points
+from neurok_blender.core.simulation import DTYPE, contact_points, environment, output_points
 from neurok_blender.core.trajectory import OUTPUT
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -123,6 +123,28 @@ def test_symmetric_mass_points_are_their_own_mirror_images_and_keep_mass_centre_
     # a body without mirror planes: the points of old, bit for bit
     for a, b in zip(material_points(*LOPSIDED, 2.0, mirrors=find_mirrors(LOPSIDED[0])), material_points(*LOPSIDED, 2.0)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_contact_points_of_a_symmetric_mesh_are_their_own_mirror_images_and_press_on_its_middle():
+    """The 128 points chosen alone lie lopsided on a finely meshed box (its bottom face's off its
+    middle by millimetres); a quarter of them and their images are centred, so whatever the box rests
+    on or carries is pressed evenly."""
+    steps = np.linspace(0.0, 1.0, 11)
+    grid = np.array([(a, b, c) for a in steps for b in steps for c in steps])
+    vertices = grid[(np.abs(grid - 0.5) > 0.5 - 1e-9).any(1)] * [0.4, 0.3, 0.2] + [0.1, -0.35, 0.03]  # the surface
+    group = find_mirrors(vertices)
+    assert group.size == 4
+    picked = contact_points(vertices)
+    assert len(picked) <= 128 and len(np.unique(picked)) == len(picked)
+    for images in group.vertex_images(vertices)[:, picked]:
+        assert set(images) == set(picked)
+    middle = (vertices.min(0) + vertices.max(0))[:2] / 2
+    def bottom_offset(indices):
+        points = vertices[indices]
+        return np.abs(points[points[:, 2] < 0.03 + 1e-9, :2].mean(0) - middle).max()
+    assert bottom_offset(picked) < 1e-12
+    assert bottom_offset(contact_samples(vertices)) > 1e-3  # chosen alone
+    np.testing.assert_array_equal(contact_points(LOPSIDED[0]), np.sort(contact_samples(LOPSIDED[0])))
 
 
 @pytest.mark.parametrize("expansion", ["quadratic", "exact", "drawn"])

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from neurok_blender.core import Collider, Conditions, Force, NeuROK, simulate
+from neurok_blender.core.mesh import subdivided
 from neurok_blender.core.scene import simulate_scene
 from shapes import box
 
@@ -124,6 +125,20 @@ def test_a_crate_resting_on_a_jelly_squashes_it_as_its_weight_pressed_on_the_sam
     squashed = 0.3 - pressed.positions[-1, top, 2].mean()
     assert squashed > 0.01  # the weight squashes it visibly
     assert abs(carrying[0].positions[-1, top, 2].mean() - pressed.positions[-1, top, 2].mean()) < 1e-3
+
+
+def test_a_crate_dropped_straight_onto_a_jelly_lands_without_sliding_sideways():
+    """Both bodies are mirror-symmetric about x and y and so is the drop: the crate must not move
+    sideways. The jelly's 128 contact points chosen alone lie lopsided and pushed the landing crate
+    8 mm sideways within 18 frames; with mirror-symmetric ones (simulation.contact_points) it stays."""
+    jelly = box((0.3, 0.3, 0.3), (-0.15, -0.15, 0.0))
+    for _ in range(3):
+        jelly = subdivided(*jelly)  # 386 vertices: more than the 128 contact points
+    result = simulate_scene([(*jelly, Conditions(frames=18, ground_height=0.0, category="elastic")),
+                             (*box((0.25, 0.25, 0.25), (-0.125, -0.125, 0.45)),
+                              Conditions(frames=18, ground_height=0.0, category="rigid", mass=4.0))], model=NeuROK.load())
+    assert result[1].positions[:, :, 2].min() < 0.31  # it landed
+    assert np.abs(result[1].positions.astype(np.float64).mean(1)[:, :2]).max() < 1e-3
 
 
 def test_a_scene_shares_one_clock_and_the_colliders_come_with_the_first_body():
