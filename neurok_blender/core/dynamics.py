@@ -325,7 +325,7 @@ class LagrangianSystem:
         (B, P, 3, n), zero elsewhere: sum_k w_k J_o(v_k) over the corners v_k of the face met, w_k the
         place's barycentric weights. Through them the owner's deformation moves the plane and feels
         the pair's push back (``_planes_at``, ``reactions``, ``_coupled``)."""
-        planes, b = self._collider_planes, q.shape[0]
+        planes = self._collider_planes
         jacobian = self.map.jacobian(q, SURFACE)[1] * self.elastic  # (B, V, 3, n)
         owner = torch.as_tensor(planes.owner)
         corners = torch.as_tensor(planes.corners)
