@@ -716,8 +716,11 @@ class LagrangianSystem:
             M dv = h (Q(q, v) + 1/2 dQ_smooth + Q_c(q, q_1, v_1) - Q_c(q, v) - w D dv)
 
         The potential's and the pins' forces take the trapezoidal rule, linearized: dQ_smooth =
-        -K (q_1 - q) + b, K their stiffness (the potential's Hessian, the pins' k J^T m J), b what moves
-        on its own (the pins' places along their path). The Rayleigh force -D v, whose decay is alpha
+        -K (q_1 - q) + b, K their stiffness (the potential's Hessian without its negative eigenvalues,
+        the pins' k J^T m J), b what moves on its own (the pins' places along their path). Away from
+        rest the decoder's curvature can soften a direction past zero where the mass is nearly nil, and
+        M + h^2 K / 4 would not be positive definite (a jelly landing from 5 cm went non-finite twice in
+        14 frames at 5 steps a frame); the linearization leaves that curvature out. The Rayleigh force -D v, whose decay is alpha
         on every deformation coordinate (D = alpha P M P, M uncoupled between the rigid and the learned
         coordinates at rest), is taken at weight w of the step's end, -D ((1 - w) v + w v_1), with
         w = (e^-x - 1 + x) / (x (1 - e^-x)), x = alpha h: then it decays exactly as e^-x a step, where
@@ -759,7 +762,7 @@ class LagrangianSystem:
             weights = self.env.pin_stiffness * self.pin_mass
             held = torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
             moving = _jt(jp, weights[..., None] * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
-        stiffness = held if self.rest_stiffness is None else held + self._stiffness(q)
+        stiffness = held if self.rest_stiffness is None else held + _positive_part(self._stiffness(q))
         rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
         self.pressed = None
         start = self.pair_forces  # None: no contact force acted at the step's start
@@ -1045,6 +1048,12 @@ class _Pairs:
     spring: torch.Tensor
     dashpot: torch.Tensor
     grip: torch.Tensor
+
+
+def _positive_part(matrix):
+    """The symmetric matrices (B, n, n) with their negative eigenvalues set to zero."""
+    values, vectors = torch.linalg.eigh(matrix)
+    return (vectors * values.clamp(min=0.0)[:, None, :]) @ vectors.transpose(1, 2)
 
 
 def _fitted_weight(x):

@@ -27,3 +27,18 @@ def test_a_ball_thrown_down_squashes_on_landing_and_recovers():
     assert soft.max() > 0.008  # squashes
     assert soft[-1] < 0.25 * soft.max()  # and springs back
     assert shape_changes("rigid").max() < 1e-6
+
+
+def test_a_jelly_landing_takes_each_frame_at_its_own_steps():
+    """Where the decoder's curvature softens a nearly massless direction past zero, the implicit
+    step leaves that negative curvature out of its matrix (LagrangianSystem.implicit_change): a fine
+    cube landing from 5 cm takes no frame that goes non-finite and must be redone with more steps
+    (with the full Hessian two of its first six frames were)."""
+    from neurok_blender.core.mesh import box_mesh, subdivided
+
+    cube = box_mesh((0.3, 0.3, 0.3), (0.0, 0.0, 0.05))
+    for _ in range(3):
+        cube = subdivided(*cube)
+    result = NeuROK.load().simulate(*cube, Conditions(frames=6, ground_height=0.0, category="elastic"))
+    assert result.positions[:, :, 2].min() < 0.005  # it landed
+    assert result.refined_frames == 0
