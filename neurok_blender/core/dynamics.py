@@ -716,11 +716,11 @@ class LagrangianSystem:
             M dv = h (Q(q, v) + 1/2 dQ_smooth + Q_c(q, q_1, v_1) - Q_c(q, v) - w D dv)
 
         The potential's and the pins' forces take the trapezoidal rule, linearized: dQ_smooth =
-        -K (q_1 - q) + b, K their stiffness (the potential's Hessian without its negative eigenvalues,
-        the pins' k J^T m J), b what moves on its own (the pins' places along their path). Away from
-        rest the decoder's curvature can soften a direction past zero where the mass is nearly nil, and
-        M + h^2 K / 4 would not be positive definite (a jelly landing from 5 cm went non-finite twice in
-        14 frames at 5 steps a frame); the linearization leaves that curvature out. The Rayleigh force -D v, whose decay is alpha
+        -K (q_1 - q) + b, K their stiffness (the potential's Hessian, the pins' k J^T m J), b what moves
+        on its own (the pins' places along their path). Away from rest the decoder's curvature can
+        soften a direction past zero where the mass is nearly nil, so that M + h^2 K / 4 is not positive
+        definite (a jelly landing from 5 cm went non-finite twice in 14 frames at 5 steps a frame): then
+        the step takes the Hessian without its negative eigenvalues. The Rayleigh force -D v, whose decay is alpha
         on every deformation coordinate (D = alpha P M P, M uncoupled between the rigid and the learned
         coordinates at rest), is taken at weight w of the step's end, -D ((1 - w) v + w v_1), with
         w = (e^-x - 1 + x) / (x (1 - e^-x)), x = alpha h: then it decays exactly as e^-x a step, where
@@ -762,7 +762,8 @@ class LagrangianSystem:
             weights = self.env.pin_stiffness * self.pin_mass
             held = torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
             moving = _jt(jp, weights[..., None] * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
-        stiffness = held if self.rest_stiffness is None else held + _positive_part(self._stiffness(q))
+        potential = None if self.rest_stiffness is None else self._stiffness(q)
+        stiffness = held if potential is None else held + potential
         rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
         self.pressed = None
         start = self.pair_forces  # None: no contact force acted at the step's start
@@ -777,6 +778,9 @@ class LagrangianSystem:
                 rolling, pressing = self.rolling  # the normal force it solves for
                 force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
         base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
+        if potential is not None and bool((self.factor(base)[1] != 0).any()):  # softened past zero
+            stiffness = held + _positive_part(potential)
+            base = mass + h * damping + 0.25 * h**2 * stiffness
         self.smooth_step = (base, held, moving)  # for implicit_step's second pass
         rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
         if planes is None:

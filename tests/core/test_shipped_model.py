@@ -33,7 +33,7 @@ def test_a_jelly_landing_takes_each_frame_at_its_own_steps():
     """Where the decoder's curvature softens a nearly massless direction past zero, the implicit
     step leaves that negative curvature out of its matrix (LagrangianSystem.implicit_change): a fine
     cube landing from 5 cm takes no frame that goes non-finite and must be redone with more steps
-    (with the full Hessian two of its first six frames were)."""
+    (with the full Hessian in an indefinite matrix, two of its first six frames were)."""
     from neurok_blender.core.mesh import box_mesh, subdivided
 
     cube = box_mesh((0.3, 0.3, 0.3), (0.0, 0.0, 0.05))
