@@ -79,4 +79,3 @@ def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGr
         if distance.max() <= tolerance * diagonal:
             signs += [h * g for h in signs]  # the group generated so far, and its product with g
     return MirrorGroup(center, np.stack(signs))
-
