@@ -146,8 +146,14 @@ class Obstacles:
             face = cols[pair]
             tau = thickness[face]
             d = distance[pair]
-            side = np.where(closed[face] | ((gap[pair] * face_normal[pair]).sum(-1) >= 0), 1.0, -1.0)
-            flat = face_normal[pair] * side[:, None]
+            sided = face_normal * np.where(closed[cols] | ((gap * face_normal).sum(-1) >= 0), 1.0, -1.0)[:, None]
+            # on an edge or a corner every face round it that faces the point within FACING gives its
+            # normal to the mean: a point on a mirror plane over an edge in that plane gets a normal in
+            # it, not its tie's by index order (a lateral push out of nothing between symmetric bodies)
+            facing_faces = tied & (score >= FACING)
+            flat = np.zeros((len(points), 3))
+            np.add.at(flat, rows[facing_faces], sided[facing_faces])
+            flat = np.where(facing_faces[pair][:, None], _unit(flat[has]), sided[pair])
             outward = np.where(d[:, None] > 1e-9, gap[pair] / np.maximum(d, 1e-300)[:, None], flat)
             inside = closed[face] & (facing[pair] < 0)
             normal = np.where((inside | (facing[pair] >= FACING))[:, None], flat, outward)
