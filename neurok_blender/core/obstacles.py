@@ -9,7 +9,10 @@ plane there, pushed out by the collider's thickness tau, moving with the surface
 with c_i the closest point on the triangles. Past an edge or corner the normal turns round it (a body
 slides off it), but within 45 degrees of a face's normal it stays the face's: a box set on an equal
 box has its corners on the other's edges, where a normal tilted by every millimetre of offset would
-slide it off. The same spring, dashpot and friction law then acts on every plane (contact.py).
+slide it off. Where several faces meet at the nearest edge or corner within those 45 degrees, the
+normal is the mean of theirs: a point on a mirror plane over an edge in it then gets a normal in the
+plane, not one tied face's (a push sideways out of nothing). The same spring, dashpot and friction
+law then acts on every plane (contact.py).
 
 A point that has gone past the surface (depth above tau) keeps the plane it had, moved along with the
 collider, until it is back out: a fast body is pushed back the way it came, never through a thin
