@@ -46,16 +46,15 @@ def prepare(sequence: Sequence) -> Prepared:
 
 def shape_change(sequence: Sequence) -> np.ndarray:
     """(T,) each frame's mass-weighted RMS distance from the first frame, the frame moved onto it by
-    its best rigid fit (Kabsch, every frame at once), over the first frame's bounding-box diagonal."""
+    its best rigid fit (``rigid_alignment``), over the first frame's bounding-box diagonal."""
     frames = sequence.positions.astype(np.float64)
     w = sequence.masses.astype(np.float64) / sequence.masses.sum()
-    source, target = frames - (w @ frames)[:, None], frames[0] - w @ frames[0]
-    u, _, vt = np.linalg.svd(np.einsum("v,tvi,vj->tij", w, source, target))
-    d = np.sign(np.linalg.det(u @ vt))
-    rotation = u @ (np.eye(3) * np.stack([np.ones_like(d), np.ones_like(d), d], -1)[:, None]) @ vt  # R^T: x R^T
-    moved = source @ rotation
-    diagonal = np.linalg.norm(np.ptp(frames[0], axis=0))
-    return np.sqrt(np.einsum("v,tvi->t", w, (moved - target) ** 2)) / max(diagonal, 1e-30)
+    diagonal = max(float(np.linalg.norm(np.ptp(frames[0], axis=0))), 1e-30)
+    change = []
+    for frame in frames:
+        rotation, shift = rigid_alignment(frame, frames[0], w)
+        change.append(np.sqrt(w @ ((frame @ rotation.T + shift - frames[0]) ** 2).sum(1)) / diagonal)
+    return np.array(change)
 
 
 def draw_pair(item: Prepared, rng, pairs: str = "uniform") -> tuple[int, int]:

@@ -136,3 +136,20 @@ def test_bad_colliders_are_refused_with_their_name():
         simulate(v, f, Conditions(colliders=[Collider(tv, tf, thickness=0.0, name="shelf")]))
     with pytest.raises(ValueError, match="finite"):
         simulate(v, f, Conditions(colliders=[Collider(tv * np.nan, tf, name="shelf")]))
+
+
+def test_a_point_over_the_ridge_of_a_symmetric_roof_meets_a_level_plane():
+    """Two faces sloping 10 degrees either way from a ridge tie for a point right above it: its plane's
+    normal is their mean, straight up, not one face's by index order (a sideways push from nothing,
+    which slid two stacked symmetric jellies apart); over one face it is that face's."""
+    rise = math.tan(math.radians(10.0))
+    vertices = np.array([[-1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, -1.0, rise], [0.0, 1.0, rise],
+                         [1.0, -1.0, 0.0], [1.0, 1.0, 0.0]])
+    faces = np.array([[0, 2, 1], [1, 2, 3], [2, 4, 3], [3, 4, 5]])
+    points = np.array([[[0.0, 0.0, rise + 5e-4], [0.5, 0.0, 0.5 * rise + 5e-4]]])
+    planes = Obstacles([Collider(vertices, faces, thickness=0.0)], 24.0).planes(points, np.zeros_like(points), 0.0,
+                                                                                 1 / 24, None)
+    assert planes.active.all()
+    np.testing.assert_allclose(planes.normal[0, 0], [0.0, 0.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(planes.normal[0, 1], [math.sin(math.radians(10.0)), 0.0, math.cos(math.radians(10.0))],
+                               atol=1e-12)

@@ -4,6 +4,7 @@ rigid motion, the failure to guard against, cannot do."""
 import numpy as np
 
 from neurok_blender.core import Conditions, NeuROK
+from neurok_blender.core.mesh import box_mesh, subdivided
 from training.evaluation import shape_error
 from training.shapes.solids import uv_sphere
 
@@ -34,8 +35,6 @@ def test_a_jelly_landing_takes_each_frame_at_its_own_steps():
     step leaves that negative curvature out of its matrix (LagrangianSystem.implicit_change): a fine
     cube landing from 5 cm takes no frame that goes non-finite and must be redone with more steps
     (with the full Hessian in an indefinite matrix, two of its first six frames were)."""
-    from neurok_blender.core.mesh import box_mesh, subdivided
-
     cube = box_mesh((0.3, 0.3, 0.3), (0.0, 0.0, 0.05))
     for _ in range(3):
         cube = subdivided(*cube)
