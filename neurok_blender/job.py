@@ -16,11 +16,12 @@ from typing import Callable
 import bpy
 import numpy as np
 
-from . import output
+from . import hooks, output
 from .preferences import SolverOptions, solver_options
 from .estimate import BakeEstimate
 from .colliders import read_colliders
 from .handoff import HandOff, at_frame, read_hand_off
+from .hooks import as_before_bake, pinned_path
 from .scene_io import check_target, frame_range, read_conditions, read_rest_mesh, unit_scale
 
 MAX_SHAPE_KEY_BYTES = 512 * 2**20  # beyond this a .blend of shape keys gets slow to save, load and play
@@ -38,6 +39,7 @@ class SimulationJob:
     scale: float  # metres per scene unit
     options: SolverOptions
     notes: tuple[str, ...] = ()  # said with the summary: what the artist asked for and did not get
+    hooked: bool = False  # its pins followed its Hook modifiers, which the bake turns off (hooks.py)
     seconds: float = 0.0
 
     @classmethod
@@ -54,13 +56,21 @@ class SimulationJob:
         if obj.neurok.output == "SHAPE_KEYS" and size > MAX_SHAPE_KEY_BYTES:
             raise ValueError(f"shape keys of {len(obj.data.vertices):,} vertices over {end - start + 1} frames would "
                              f"add {size / 2**30:.1f} GB to the file: set Bake To: Point Cache, or fewer frames")
-        with at_frame(obj, scene, start):
-            vertices, triangles, base = read_rest_mesh(obj, bpy.context.evaluated_depsgraph_get())
-            hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
         scale = unit_scale(scene)
-        conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
+        with as_before_bake(obj):
+            with at_frame(obj, scene, start):
+                vertices, triangles, base = read_rest_mesh(obj, depsgraph)
+                hand_off = read_hand_off(obj, scene, start, end, vertices, triangles)
+            hooked = bool(obj.neurok.pin_group) and bool(hooks.acting(obj))
+            if hooked:  # the bake moves the hooked start shape, and the pins go where the hooks put them
+                base = vertices
+            conditions = read_conditions(obj, scene, start, end, base, scale, len(vertices))
+            if hooked:
+                path = pinned_path(obj, scene, depsgraph, start, end, conditions.pins)
+                conditions = dataclasses.replace(conditions, pin_path=path * scale)
         colliders = read_colliders(obj, scene, start, end, scale, exclude=together) if colliders else []
-        if conditions.pins is not None and np.abs(hand_off.worlds - hand_off.worlds[:1]).max() > 0:
+        if not hooked and conditions.pins is not None and np.abs(hand_off.worlds - hand_off.worlds[:1]).max() > 0:
             conditions = dataclasses.replace(conditions, pin_path=pins_carried(hand_off.worlds, vertices[conditions.pins]) * scale)
         conditions = dataclasses.replace(
             conditions, velocity=tuple(np.add(conditions.velocity, hand_off.velocity * scale)),
@@ -69,7 +79,7 @@ class SimulationJob:
         met = (f"colliders: {', '.join(c.name for c in colliders)}",) if colliders else ()
         return cls(target=obj, name=obj.name, vertex_count=len(obj.data.vertices), start=start,
                    vertices=vertices * scale, triangles=triangles, points=base * scale, conditions=conditions,
-                   hand_off=hand_off, scale=scale, options=options, notes=hand_off.notes + met)
+                   hand_off=hand_off, scale=scale, options=options, notes=hand_off.notes + met, hooked=hooked)
 
     @property
     def frames(self) -> int:
@@ -99,9 +109,11 @@ class SimulationJob:
         rotations = result.pose.get("rotation", np.repeat(np.eye(3)[None], self.frames, 0))
         local = self.hand_off.local_positions(result.positions / np.float32(self.scale), rotations)
         output.bake(obj, local, self.start)
+        turned_off = (hooks.turn_off(obj),) if self.hooked else ()
         end = self.start + self.frames - 1
         return "; ".join((f"NeuROK: baked {self.frames} frames ({self.start}-{end}) of '{obj.name}' as "
-                          f"{result.report.category} in {self.seconds:.1f} s", *self.notes, *self._solver_notes(result)))
+                          f"{result.report.category} in {self.seconds:.1f} s", *self.notes, *self._solver_notes(result),
+                          *turned_off))
 
     def _solver_notes(self, result) -> list[str]:
         """What the solver chose that the artist did not set: why auto chose the category, and a lift

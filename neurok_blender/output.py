@@ -2,6 +2,7 @@
 chosen by ``obj.neurok.output``; Clear removes whichever the last bake made."""
 
 from .bake import bake_shape_keys, clear_bake
+from .hooks import turn_on
 from .point_cache import bake_point_cache, clear_point_cache
 from .preferences import cache_folder
 
@@ -17,10 +18,10 @@ def bake(obj, local_positions, frame_start: int) -> None:
 
 
 def clear(obj) -> str:
-    """Remove the last bake; says what went."""
+    """Remove the last bake and turn back on the hooks it turned off; says what went."""
     cache = clear_point_cache(obj)
     keys = clear_bake(obj)
+    hooks = turn_on(obj)
     obj.neurok.is_baked = False
-    if cache:
-        return "removed the point-cache modifier and its file"
-    return f"removed {keys} baked shape keys"
+    said = "removed the point-cache modifier and its file" if cache else f"removed {keys} baked shape keys"
+    return said + (f" and turned {hooks} hook modifier{'s' * (hooks > 1)} back on" if hooks else "")

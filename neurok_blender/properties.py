@@ -69,8 +69,9 @@ class NeurokSettings(bpy.types.PropertyGroup):
                                           "drag their tips to edit them")
     angular_velocity: FloatVectorProperty(name="Angular Velocity (rad/s)", subtype="XYZ", size=3,
                                           description="Initial spin about the centre of mass, world axes (rad/s)")
-    pin_group: StringProperty(name="Pin", description="Vertex group held where it is for the whole simulation "
-                                                     "(one vertex: a ball joint, two: a hinge); empty pins nothing")
+    pin_group: StringProperty(name="Pin", description="Vertex group held where it is for the whole simulation, or "
+                                                     "where the object's animation and Hook modifiers take it (one "
+                                                     "vertex: a ball joint, two: a hinge); empty pins nothing")
     use_pull: BoolProperty(name="Pull and Release", default=False,
                            description="Start with a vertex group pulled away from the rest shape, let go at "
                                        "the start frame: the body snaps back and wobbles")
@@ -138,6 +139,7 @@ class NeurokSettings(bpy.types.PropertyGroup):
     bake_action: PointerProperty(type=bpy.types.Action, options={"HIDDEN"},
                                  description="The action the bake created, if it created one")
     bake_modifier: StringProperty(options={"HIDDEN"}, description="The Mesh Cache modifier of a point-cache bake")
+    baked_hooks: StringProperty(options={"HIDDEN"}, description="The Hook modifiers the bake turned off, one per line")
     bake_cache_file: StringProperty(options={"HIDDEN"}, subtype="FILE_PATH",
                                     description="The PC2 file of a point-cache bake")
 

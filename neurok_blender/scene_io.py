@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from .bake import KEY_PREFIX
 
 
 def check_target(obj) -> None:
@@ -154,29 +153,20 @@ def unit_scale(scene) -> float:
 
 
 def read_rest_mesh(obj, depsgraph):
-    """World-space evaluated vertices (V, 3) and triangles (F, 3) with our own bake muted, and the
-    reference-key (or plain) vertices of the base mesh in world space, which the bake will move (the
-    object's own shape keys are added on top at playback, ``handoff.py``)."""
-    ours = [b for b in (obj.data.shape_keys.key_blocks if obj.data.shape_keys else []) if b.name.startswith(KEY_PREFIX)]
-    was_muted = [b.mute for b in ours]
+    """World-space evaluated vertices (V, 3) and triangles (F, 3), and the reference-key (or plain)
+    vertices of the base mesh in world space, which the bake will move (the object's own shape keys
+    are added on top at playback, ``handoff.py``). Read it inside ``hooks.as_before_bake``, which
+    mutes our own bake."""
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh()
     try:
-        for b in ours:
-            b.mute = True
-        depsgraph.update()
-        evaluated = obj.evaluated_get(depsgraph)
-        mesh = evaluated.to_mesh()
-        try:
-            mesh.calc_loop_triangles()
-            vertices = _read(mesh.vertices, "co", 3, np.float64)
-            triangles = _read(mesh.loop_triangles, "vertices", 3, np.int64)
-        finally:
-            evaluated.to_mesh_clear()
-        world = np.array(evaluated.matrix_world, dtype=np.float64)
-        check_transform(obj.name, world)
+        mesh.calc_loop_triangles()
+        vertices = _read(mesh.vertices, "co", 3, np.float64)
+        triangles = _read(mesh.loop_triangles, "vertices", 3, np.int64)
     finally:
-        for b, muted in zip(ours, was_muted):
-            b.mute = muted
-        depsgraph.update()
+        evaluated.to_mesh_clear()
+    world = np.array(evaluated.matrix_world, dtype=np.float64)
+    check_transform(obj.name, world)
     key = obj.data.shape_keys
     base = _read(key.reference_key.data if key else obj.data.vertices, "co", 3, np.float64)
     return transform(vertices, world), triangles, transform(base, world)

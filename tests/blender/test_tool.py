@@ -268,6 +268,40 @@ def test_a_pin_group_holds_its_vertices_where_they_are():
         api.simulate_object(obj)
 
 
+def test_pins_follow_a_hook_and_the_bake_turns_it_off_until_clear():
+    obj = add_box(location=(0.0, 0.0, 2.0))
+    corner = [v.index for v in obj.data.vertices if tuple(v.co) == (-0.5, -0.5, 0.5)]
+    obj.vertex_groups.new(name="Pin").add(corner, 1.0, "REPLACE")
+    obj.neurok.frame_end, obj.neurok.pin_group = 24, "Pin"
+    hand = bpy.data.objects.new("Hand", None)
+    bpy.context.scene.collection.objects.link(hand)
+    hand.location = (-0.5, -0.5, 2.5)
+    bpy.context.view_layer.update()
+    hook = obj.modifiers.new("Hook", "HOOK")
+    hook.object, hook.vertex_group = hand, "Pin"
+    hook.matrix_inverse = hand.matrix_world.inverted() @ obj.matrix_world  # the hook holds them where they are
+    hand.keyframe_insert("location", frame=1)
+    hand.location = (0.5, -0.5, 3.0)  # a metre sideways and half up over the second
+    hand.keyframe_insert("location", frame=24)
+    start = evaluated_vertices(obj, 1)
+
+    def hand_at(frame):
+        bpy.context.scene.frame_set(frame)
+        return np.array(hand.matrix_world.translation)
+
+    assert np.abs(start[corner[0]] - hand_at(1)).max() < 1e-6
+    for attempt in range(2):  # again on top of the first bake, which turned the hook off
+        summary = api.simulate_object(obj)
+        assert "'Hook', now off" in summary and not hook.show_viewport and not hook.show_render
+        for frame in (12, 24):  # shown once, where the hand is: not moved by the hook a second time
+            shown = evaluated_vertices(obj, frame)
+            assert np.linalg.norm(shown[corner[0]] - hand_at(frame)) < 5e-3
+        assert np.linalg.norm(shown - start, axis=1).max() > 1.2  # carried off and swinging from it
+    assert "turned 1 hook modifier back on" in api.clear_object(obj)
+    assert hook.show_viewport and hook.show_render and obj.neurok.baked_hooks == ""
+    assert np.abs(evaluated_vertices(obj, 24)[corner[0]] - hand_at(24)).max() < 1e-5  # the hook alone again
+
+
 def test_arrow_handles_edit_the_vectors_at_the_arrow_scale_and_undo_per_change():
     from neurok_blender.gizmos import VIEW3D_GGT_neurok, arrow_origins, gizmos_shown
     from neurok_blender.properties import VELOCITY_ARROW_TIME
