@@ -720,7 +720,7 @@ class LagrangianSystem:
         on its own (the pins' places along their path). Away from rest the decoder's curvature can
         soften a direction past zero where the mass is nearly nil, so that M + h^2 K / 4 is not positive
         definite (a jelly landing from 5 cm went non-finite twice in 14 frames at 5 steps a frame): then
-        the step takes the Hessian without its negative eigenvalues. The Rayleigh force -D v, whose decay is alpha
+        that body's step takes the Hessian without its negative eigenvalues. The Rayleigh force -D v, whose decay is alpha
         on every deformation coordinate (D = alpha P M P, M uncoupled between the rigid and the learned
         coordinates at rest), is taken at weight w of the step's end, -D ((1 - w) v + w v_1), with
         w = (e^-x - 1 + x) / (x (1 - e^-x)), x = alpha h: then it decays exactly as e^-x a step, where
@@ -778,8 +778,9 @@ class LagrangianSystem:
                 rolling, pressing = self.rolling  # the normal force it solves for
                 force = force + pressing[:, None] * (rolling @ q_dot[..., None])[..., 0]
         base = mass + h * damping + 0.25 * h**2 * stiffness  # damping: w D
-        if potential is not None and bool((self.factor(base)[1] != 0).any()):  # softened past zero
-            stiffness = held + _positive_part(potential)
+        softened = None if potential is None else self.factor(base)[1] != 0  # past zero, per body
+        if softened is not None and bool(softened.any()):
+            stiffness = held + torch.where(softened[:, None, None], _positive_part(potential), potential)
             base = mass + h * damping + 0.25 * h**2 * stiffness
         self.smooth_step = (base, held, moving)  # for implicit_step's second pass
         rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
