@@ -10,7 +10,7 @@ A continuum body (snow, clay, sand) looks like a solid: it is never guessed.
 
 import numpy as np
 
-from .mesh import bbox_diagonal, loose_parts, tetrahedron_volumes, triangle_areas
+from .mesh import bbox_diagonal, loose_parts, tetrahedron_volumes, triangle_areas, undirected_edges
 
 HOLE_SHARE = 0.05  # of the surface area: a solid modelled with small openings stays a solid
 PART_SHARE = 0.2  # of the volume: a part that small (eyes, a handle) rides on the main one
@@ -51,9 +51,8 @@ def hole_area(vertices: np.ndarray, faces: np.ndarray) -> float:
     """The area the surface's openings span: each loop of boundary edges (edges of one triangle only)
     spans its vector area |1/2 sum a x b|, oriented by its triangles (the area of its projection
     on its best plane, whatever the origin, since a loop closes)."""
-    directed = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
-    undirected = np.sort(directed, axis=1)
-    _, inverse, counts = np.unique(undirected, axis=0, return_inverse=True, return_counts=True)
+    directed, keys = undirected_edges(faces)
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     boundary = directed[counts[inverse.reshape(-1)] == 1]
     if len(boundary) == 0:
         return 0.0

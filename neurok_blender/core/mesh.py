@@ -32,13 +32,22 @@ def box_mesh(size=(1.0, 1.0, 1.0), corner=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, 
     return v * np.asarray(size, dtype=np.float64) + np.asarray(corner, dtype=np.float64), _BOX_FACES.copy()
 
 
+def undirected_edges(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles' edges (3F, 2), the (0 1), then (1 2), then (2 0) edge of every face, and a key for
+    each that both directions share, lo * n + hi with n past the largest index (int64): np.unique
+    on the keys is many times as fast as on the rows (a million-vertex mesh's edges: about 0.5 s
+    where the rows took about 6 s), in the rows' lexicographic order."""
+    directed = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]).astype(np.int64)
+    return directed, directed.min(1) * (int(faces.max()) + 1) + directed.max(1)
+
+
 def subdivided(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each triangle split into four at its edge midpoints (shared midpoints merged): the same
     surface with four times the triangles, for a mesh fine enough to bend."""
-    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    unique, index = np.unique(edges, axis=0, return_inverse=True)
+    edges, keys = undirected_edges(faces)
+    _, first, index = np.unique(keys, return_index=True, return_inverse=True)
     mids = len(vertices) + index.reshape(3, -1).T
-    v = np.concatenate([vertices, vertices[unique].mean(1)])
+    v = np.concatenate([vertices, vertices[edges[first]].mean(1)])
     a, b, c = faces.T
     ab, bc, ca = mids.T
     return v, np.concatenate([np.stack(t, 1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))])
@@ -65,9 +74,8 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
 
 
 def is_closed(faces: np.ndarray) -> bool:
-    """Every edge is shared by exactly two triangles."""
-    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    _, counts = np.unique(edges, axis=0, return_counts=True)
+    """Every edge is shared by exactly two triangles: then the mesh has an inside (a closed solid)."""
+    _, counts = np.unique(undirected_edges(np.asarray(faces, dtype=np.int64))[1], return_counts=True)
     return bool((counts == 2).all())
 
 
@@ -84,8 +92,10 @@ def mass_properties(vertices: np.ndarray, faces: np.ndarray, mass: float) -> Mas
     origin = vertices.mean(axis=0)  # moments about a nearby point keep cancellation small
     a, b, c = (vertices[faces[:, k]] - origin for k in range(3))
     s = a + b + c
-    outer = np.einsum("fi,fj->fij", a, a) + np.einsum("fi,fj->fij", b, b) + np.einsum("fi,fj->fij", c, c)
-    outer += np.einsum("fi,fj->fij", s, s)
+
+    def outer(w):  # sum_f w_f (sum_k v_k v_k^T + s s^T), no (F, 3, 3) in between
+        return sum(np.einsum("f,fi,fj->ij", w, x, x, optimize=True) for x in (a, b, c, s))
+
     solid = False
     if is_closed(faces):
         signed = np.einsum("fi,fi->f", a, np.cross(b, c)) / 6.0
@@ -94,12 +104,12 @@ def mass_properties(vertices: np.ndarray, faces: np.ndarray, mass: float) -> Mas
             solid = True
             measure = volume
             first = (signed[:, None] * s).sum(0) / 4.0
-            second = (signed[:, None, None] * outer).sum(0) / 20.0
+            second = outer(signed) / 20.0
     if not solid:
         area = triangle_areas(vertices, faces)
         measure = area.sum()
         first = (area[:, None] * s).sum(0) / 3.0
-        second = (area[:, None, None] * outer).sum(0) / 12.0
+        second = outer(area) / 12.0
     density = mass / measure
     center_local = first / measure
     second_moment = density * second - mass * np.outer(center_local, center_local)
@@ -131,10 +141,12 @@ def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 25
     """
     local = vertices - vertices.min(0)
     local = np.round(local / max(float(local.max()), 1e-30), 9)
-    _, first_index = np.unique(local, axis=0, return_index=True)
-    candidates = np.sort(first_index)
+    order = np.lexsort(local.T[::-1])  # stable: each distinct point's first index leads its run
+    distinct = np.ones(len(order), dtype=bool)
+    distinct[1:] = (local[order[1:]] != local[order[:-1]]).any(1)
+    candidates = np.sort(order[distinct])
     points = local[candidates]
-    extremes = np.unique(np.argmax(points @ fibonacci_sphere(directions).T, axis=0))
+    extremes = np.unique(np.argmax(fibonacci_sphere(directions) @ points.T, axis=1))  # along rows: contiguous
     if len(extremes) >= count:
         return candidates[extremes[_farthest_points(points[extremes], [0], count)]]
     return candidates[_farthest_points(points, extremes.tolist(), min(count, len(points)))]

@@ -291,7 +291,7 @@ class NeuralBodyMap(KinematicMap):
             image = self.mirrors.reflect(points[0].detach(), index)
             model_points = (image.numpy() - self.shape.center) / self.shape.scale
             image_parts = parts if parts is not None and index == 0 else \
-                self.shape.vertex_parts[nearest_vertices(model_points, self.shape.vertices)]
+                nearest_parts(model_points, self.shape)
             points_t = torch.as_tensor(model_points, dtype=self.dtype)
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
@@ -514,6 +514,9 @@ def shape_digest(points: np.ndarray, origin, size: float) -> str:
     return hashlib.blake2b(grid.tobytes() + str(grid.shape).encode(), digest_size=16).hexdigest()
 
 
-def nearest_vertices(points: np.ndarray, vertices: np.ndarray) -> np.ndarray:
-    """Index of the nearest of ``vertices`` for each point (a k-d tree)."""
-    return cKDTree(vertices).query(points)[1]
+def nearest_parts(points: np.ndarray, shape: ObjectShape) -> np.ndarray:
+    """The part of the shape's vertex nearest each point (a k-d tree); no search for a shape of one part."""
+    parts = shape.vertex_parts
+    if len(parts) and (parts == parts[0]).all():
+        return np.full(len(points), parts[0])
+    return parts[cKDTree(shape.vertices).query(points)[1]]

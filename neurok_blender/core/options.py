@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .mesh import is_closed
+
 CATEGORIES = {
     "auto": "Read the mesh: an open sheet is cloth, solid parts of comparable size an articulated object, "
             "any other solid (small openings or small extra parts included) elastic; the report says why",
@@ -121,7 +123,7 @@ class Collider:
 
     @property
     def closed(self) -> bool:
-        return closed_mesh(self.faces)
+        return is_closed(self.faces)
 
     def check(self) -> None:
         """Raise ValueError naming the first bad field."""
@@ -136,14 +138,6 @@ class Collider:
             raise ValueError(f"collider {self.name!r}: faces must index its {positions.shape[1]} vertices")
         _non_negative(f"collider {self.name!r} friction", self.friction)
         _positive(f"collider {self.name!r} thickness", self.thickness)
-
-
-def closed_mesh(faces) -> bool:
-    """Whether every edge joins exactly two triangles: then the mesh has an inside (a closed solid)."""
-    faces = np.asarray(faces, dtype=np.int64)
-    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    _, counts = np.unique(edges, axis=0, return_counts=True)
-    return bool((counts == 2).all())
 
 
 @dataclass

@@ -17,8 +17,8 @@ import torch
 
 from .dynamics import Environment, LagrangianSystem
 from .kinematics import MASS, KinematicMap, MassTerms
+from .mesh import is_closed
 from .obstacles import BodySurfaces, Obstacles
-from .options import closed_mesh
 from .rigid import RigidBodyMap
 from .simulation import Body, SimulationResult, prepare
 from .trajectory import rollout
@@ -240,7 +240,7 @@ def simulate_scene(bodies: list[tuple], model=None, progress: Callable[[int, int
     prepared = [prepare(v, f, dataclasses.replace(c, colliders=[]), model, p) for (v, f, c), p in zip(bodies, points)]
     kmap = StackedMap([b.kmap for b in prepared])
     surfaces = BodySurfaces([np.asarray(b.faces) for b in prepared], np.array([b.conditions.friction for b in prepared]),
-                            np.array([closed_mesh(b.faces) for b in prepared]))
+                            np.array([is_closed(b.faces) for b in prepared]))
     env = stacked_environment(prepared, Obstacles(first.colliders, first.fps, surfaces))
     pad = lambda t: torch.nn.functional.pad(t, (0, kmap.n_dof - t.shape[1]))
     q0 = torch.cat([pad(b.q0) for b in prepared])
