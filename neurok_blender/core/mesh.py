@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 _FLAT_VOLUME = 1e-9  # |V| / bbox_diag^3 below this: a closed but flat mesh, treated as a shell
 
@@ -175,18 +177,15 @@ def fibonacci_sphere(n: int) -> np.ndarray:
 
 
 def loose_parts(faces: np.ndarray, vertex_count: int) -> np.ndarray:
-    """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex)."""
-    labels = np.arange(vertex_count)
-    while True:
-        low = labels[faces].min(axis=1)
-        updated = labels.copy()
-        np.minimum.at(updated, faces.ravel(), np.repeat(low, 3))
-        updated = updated[updated]  # pointer jumping: follow labels to their roots
-        if np.array_equal(updated, labels):
-            break
-        labels = updated
-    _, dense = np.unique(labels, return_inverse=True)
-    return dense
+    """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex).
+    The connected components of the graph of the triangles' edges (scipy's)."""
+    edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]]])
+    graph = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(vertex_count, vertex_count))
+    _, labels = connected_components(graph, directed=False)
+    _, first = np.unique(labels, return_index=True)  # each component's first vertex
+    order = np.empty(len(first), dtype=np.int64)
+    order[np.argsort(first)] = np.arange(len(first))
+    return order[labels]
 
 
 def triangle_areas(vertices, faces):

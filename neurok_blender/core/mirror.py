@@ -16,6 +16,7 @@ simulated motion commutes with every g in G: x_i(t) = g(x_{g i}(t)), so the cent
 the planes' intersection and the body neither drifts across them nor turns out of them.
 """
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,8 +67,14 @@ class MirrorGroup:
 
 def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGroup:
     """G of a mesh (world space): the identity, and each reflection across a vertical plane through the
-    bounding-box centre that maps the vertex set onto itself, with their product when both do."""
-    vertices = np.asarray(vertices, dtype=np.float64)
+    bounding-box centre that maps the vertex set onto itself, with their product when both do. The
+    last mesh's group is kept (a build asks for it twice: its contact points and its learned map;
+    a million vertices take seconds of k-d tree queries)."""
+    vertices = np.ascontiguousarray(vertices, dtype=np.float64)
+    key = (hashlib.blake2b(vertices.tobytes(), digest_size=16).digest(), vertices.shape, tolerance)
+    last = _last_found[0]
+    if last is not None and last[0] == key:
+        return last[1]
     low, high = vertices.min(0), vertices.max(0)
     center, diagonal = (low + high) / 2, float(np.linalg.norm(high - low))
     tree = cKDTree(vertices)
@@ -78,4 +85,9 @@ def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGr
         distance = tree.query(center + (vertices - center) * g)[0]
         if distance.max() <= tolerance * diagonal:
             signs += [h * g for h in signs]  # the group generated so far, and its product with g
-    return MirrorGroup(center, np.stack(signs))
+    group = MirrorGroup(center, np.stack(signs))
+    _last_found[0] = (key, group)  # one assignment: safe across the solve's and the interface's threads
+    return group
+
+
+_last_found: list = [None]  # (key, group) of find_mirrors' last mesh

@@ -181,8 +181,8 @@ def contact_points(vertices: np.ndarray, count: int = 128) -> np.ndarray:
     bottom face centred 2.4 mm off its middle), so the body would push what it rests on off centre
     and shear it, where the rest of the solve keeps the symmetry."""
     vertices = np.asarray(vertices, dtype=np.float64)
-    mirrors = find_mirrors(vertices)
-    if mirrors.size == 1 or len(vertices) <= count:
+    mirrors = None if len(vertices) <= count else find_mirrors(vertices)
+    if mirrors is None or mirrors.size == 1:
         return np.sort(contact_samples(vertices, count))
     picked = contact_samples(vertices, count // mirrors.size)
     return np.unique(mirrors.vertex_images(vertices, picked))
