@@ -210,9 +210,11 @@ class Run:
         cheaper = flight < base or flight_method != self.method
         flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         steps = flight if flying else base
-        snapshot = system.snapshot()
+        snapshot, attempts = system.snapshot(), 0
         while True:
-            system.restore(snapshot)  # an attempt that failed may have recentered, flowed or met colliders on the way
+            if attempts:  # one that failed may have recentered, flowed or met colliders on the way
+                system.restore(snapshot)  # (the first keeps what the last frame's energies evaluated)
+            attempts += 1
             system.touched = False
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps,
                                      flight_method if flying else self.method)
