@@ -68,8 +68,8 @@ class MirrorGroup:
 def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGroup:
     """G of a mesh (world space): the identity, and each reflection across a vertical plane through the
     bounding-box centre that maps the vertex set onto itself, with their product when both do. The
-    last mesh's group is kept (a build asks for it twice: its contact points and its learned map;
-    a million vertices take seconds of k-d tree queries)."""
+    last mesh's group is kept: a build asks for it twice (its contact points, its learned map), and
+    each answer costs a k-d tree query of every vertex per plane."""
     vertices = np.ascontiguousarray(vertices, dtype=np.float64)
     key = (hashlib.blake2b(vertices.tobytes(), digest_size=16).digest(), vertices.shape, tolerance)
     last = _last_found[0]
