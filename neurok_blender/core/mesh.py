@@ -3,8 +3,6 @@
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 _FLAT_VOLUME = 1e-9  # |V| / bbox_diag^3 below this: a closed but flat mesh, treated as a shell
 
@@ -177,7 +175,11 @@ def fibonacci_sphere(n: int) -> np.ndarray:
 
 def loose_parts(faces: np.ndarray, vertex_count: int) -> np.ndarray:
     """Part label per vertex: vertices joined by triangles share a label (0, 1, ... by first vertex).
-    The connected components of the graph of the triangles' edges (scipy's)."""
+    The connected components of the graph of the triangles' edges (scipy's, imported here: the
+    add-on reads ``options``, which reads this module, when Blender starts)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]]])
     graph = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(vertex_count, vertex_count))
     _, labels = connected_components(graph, directed=False)
