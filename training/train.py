@@ -78,6 +78,13 @@ def load_corpus(corpus: Path, split: str) -> list:
     return items
 
 
+def validation_batch(model: NeuROKModel, items, seed: int, device) -> dict:
+    """The batch a run of ``seed`` checks itself on (its log's held-out figures): VALIDATION_EXAMPLES
+    pairs from the generator (seed + 1, step 0), unaugmented."""
+    return batch_tensors(model, draw_batch(items, seed + 1, 0, range(VALIDATION_EXAMPLES), model.config,
+                                           augment=False), device)
+
+
 def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
     t = {k: torch.as_tensor(v, device=device) for k, v in batch.items()}
     f = {k: v.float() for k, v in t.items() if v.is_floating_point()}
@@ -238,8 +245,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
     items = load_corpus(corpus, "train")
     if lead:
         heldout = load_corpus(corpus, "heldout")
-        validation = batch_tensors(model, draw_batch(heldout, seed + 1, 0, range(VALIDATION_EXAMPLES), config,
-                                                     augment=False), device)
+        validation = validation_batch(model, heldout, seed, device)
         placed = f"{processes.world} processes on {device.type}" if processes.world > 1 else str(device)
         print(f"{len(items)} training sequences, {len(heldout)} held out; {sum(p.numel() for p in model.parameters()):,} "
               f"parameters on {placed}", flush=True)

@@ -36,7 +36,8 @@ def undirected_edges(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The triangles' edges (3F, 2), the (0 1), then (1 2), then (2 0) edge of every face, and a key for
     each that both directions share, lo * n + hi with n past the largest index (int64): np.unique
     on the keys sorts numbers, not rows, in the rows' lexicographic order."""
-    directed = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]).astype(np.int64)
+    faces = np.asarray(faces, dtype=np.int64)
+    directed = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
     return directed, directed.min(1) * (int(faces.max()) + 1) + directed.max(1)
 
 
@@ -74,7 +75,7 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
 
 def is_closed(faces: np.ndarray) -> bool:
     """Every edge is shared by exactly two triangles: then the mesh has an inside (a closed solid)."""
-    _, counts = np.unique(undirected_edges(np.asarray(faces, dtype=np.int64))[1], return_counts=True)
+    _, counts = np.unique(undirected_edges(faces)[1], return_counts=True)
     return bool((counts == 2).all())
 
 

@@ -143,3 +143,18 @@ def test_torchrun_trains_data_parallel_like_one_process_and_its_checkpoint_resum
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(ValueError, match="does not split evenly"):
         train(corpus, tmp_path / "odd", steps=4, batch=4, seed=0, device="cpu", config=TINY)
+
+
+def test_heldout_error_gives_a_runs_logged_figure_for_its_saved_weights(tmp_path):
+    from training.heldout_error import heldout_error
+    from training.train import load_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    train(corpus, tmp_path / "run", steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=2)
+    logged = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[-1])["heldout_vertex_error"]
+    error, still = heldout_error(tmp_path / "run" / "neurok.pt", load_corpus(corpus, "heldout"))
+    assert error == pytest.approx(logged, rel=1e-6) and still > 0
+    assert heldout_error(tmp_path / "run" / "neurok.pt", load_corpus(corpus, "heldout"), seed=1)[0] != pytest.approx(logged)
