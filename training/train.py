@@ -285,7 +285,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
     if lead:
         save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
         save_checkpoint(out / "neurok.pt", model, about())
-    if processes.world > 1:
+    if processes.world > 1:  # the ranks leave together, not while process 0 still saves
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
     return out / "neurok.pt"
 

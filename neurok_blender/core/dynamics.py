@@ -326,11 +326,17 @@ class LagrangianSystem:
         place's barycentric weights. Through them the owner's deformation moves the plane and feels
         the pair's push back (``_planes_at``, ``reactions``, ``_coupled``)."""
         planes = self._collider_planes
-        jacobian = self.map.jacobian(q, SURFACE)[1] * self.elastic  # (B, V, 3, n)
         owner = torch.as_tensor(planes.owner)
         corners = torch.as_tensor(planes.corners)
-        weights = torch.as_tensor(planes.weights, dtype=q.dtype) * (owner >= 0)[..., None]
-        shaped = torch.einsum("bck,bckin->bcin", weights, jacobian[owner.clamp(min=0)[..., None], corners])
+        met, held = owner >= 0, owner.clamp(min=0)[..., None]
+        # J at the vertices met alone: each body's (B, I), the first I of its vertices once sorted met first
+        needed = torch.zeros(q.shape[0], self.map.points(SURFACE).shape[1], dtype=torch.bool)
+        needed[held.expand_as(corners)[met], corners[met]] = True
+        index = torch.argsort((~needed).to(torch.int8), dim=1, stable=True)[:, :max(int(needed.sum(1).max()), 1)]
+        place = torch.zeros_like(needed, dtype=torch.long).scatter_(1, index, torch.arange(index.shape[1]).expand_as(index))
+        jacobian = self.map.jacobian(q, SURFACE, index)[1] * self.elastic  # (B, I, 3, n)
+        weights = torch.as_tensor(planes.weights, dtype=q.dtype) * met[..., None]
+        shaped = torch.einsum("bck,bckin->bcin", weights, jacobian[held, place[held, corners]])
         if self._ground is not None:  # the ground's slot comes first (_combined_planes)
             shaped = torch.cat([torch.zeros_like(shaped), shaped], 1)
         return shaped

@@ -22,6 +22,11 @@ class MassTerms:
     moment: torch.Tensor  # (B, 3, n) sum m J: a uniform field of acceleration g acts with moment^T g
 
 
+def rows_at(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Each body's points index[b] of t (B, P, ...): (B, I, ...)."""
+    return t[torch.arange(t.shape[0])[:, None], index]
+
+
 class KinematicMap:
     """Base class. Subclasses call ``super().__init__()``, set the attributes below and implement ``embed``.
 
@@ -86,11 +91,13 @@ class KinematicMap:
         """World positions (B, P, 3) at q of the material points attached as ``name``."""
         raise NotImplementedError
 
-    def jacobian(self, q, name):
-        """x (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction."""
+    def jacobian(self, q, name, index=None):
+        """x (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction; with ``index``
+        (B, I), those of each body's points index[b] alone, (B, I, 3) and (B, I, 3, n)."""
         eye = torch.eye(q.shape[1], dtype=q.dtype)
         jac = vmap(lambda d: jvp(lambda qq: self.embed(qq, name), (q,), (d.expand_as(q),))[1], out_dims=-1)(eye)
-        return self.embed(q, name), jac
+        x = self.embed(q, name)
+        return (x, jac) if index is None else (rows_at(x, index), rows_at(jac, index))
 
     def derivatives(self, q, q_dot, name):
         """x, v = J q_dot, J and H with H[..., k] = d(J q_dot)/dq_k, from nested jvps (no Hessian)."""

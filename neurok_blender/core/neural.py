@@ -69,7 +69,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from .kinematics import MASS, KinematicMap
+from .kinematics import MASS, KinematicMap, rows_at
 from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .options import EXPANSIONS
@@ -379,22 +379,25 @@ class NeuralBodyMap(KinematicMap):
             t, w = self._rigid_part(self._mirrored(s, self._skin(MASS)[0]))
         return points + raw - self._rigid_motion(points - self.center, t, w)
 
-    def _expansion(self, name, s, s_dot=None):
+    def _expansion(self, name, s, s_dot=None, index=None):
         """For points with a quadratic field: r = y(s) - c = xbar - c + (Y + 1/2 Z s) s, r_s = Y + Z s
-        and, given s_dot, Z s_dot (B, P, 3, k): Z is contracted once per direction."""
-        first, second = self._skin(name)[1]
+        and, given s_dot, Z s_dot (B, P, 3, k): Z is contracted once per direction. With ``index``
+        (B, I), of each body's points index[b] alone."""
+        (first, second), points = self._skin(name)[1], self.points(name)
+        if index is not None:
+            first, second, points = rows_at(first, index), rows_at(second, index), rows_at(points, index)
         z_s = torch.einsum("bpikl,bl->bpik", second, s)
-        r = self.points(name) - self.center + torch.einsum("bpik,bk->bpi", first + 0.5 * z_s, s)
+        r = points - self.center + torch.einsum("bpik,bk->bpi", first + 0.5 * z_s, s)
         return r, first + z_s, None if s_dot is None else torch.einsum("bpikl,bl->bpik", second, s_dot)
 
     def embed(self, q, name):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
-    def jacobian(self, q, name):
+    def jacobian(self, q, name, index=None):
         if self._skin(name)[1] is None:
-            return super().jacobian(q, name)
-        r, r_s, _ = self._expansion(name, q[:, 6:])
+            return super().jacobian(q, name, index)
+        r, r_s, _ = self._expansion(name, q[:, 6:], index=index)
         return posed_jacobian(self.orientation, q, r, r_s)
 
     def mass_terms(self, q, q_dot):

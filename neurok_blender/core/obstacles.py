@@ -183,12 +183,17 @@ class Obstacles:
         """(point, triangle) pairs whose bounding boxes, the point's grown by its reach, overlap: first
         the triangles near each body's points as a whole (not its own), then each point against those.
         Points are indexed as x.reshape(-1, 3)."""
-        low, high = tri.min(1), tri.max(1)
+        low = np.minimum(np.minimum(tri[:, 0], tri[:, 1]), tri[:, 2])  # elementwise: tri.min(1) reduces a strided axis slowly
+        high = np.maximum(np.maximum(tri[:, 0], tri[:, 1]), tri[:, 2])
+        low_axes, high_axes = low.T.copy(), high.T.copy()  # (3, T): a contiguous row per axis
         rows, cols = [], []
         for body in range(x.shape[0]):
             grow = reach[body][:, None]
-            around = (high >= (x[body] - grow).min(0)).all(-1) & (low <= (x[body] + grow).max(0)).all(-1)
-            candidates = np.flatnonzero(around & (owner != body))  # a body does not collide with itself
+            below, above = (x[body] - grow).min(0), (x[body] + grow).max(0)
+            around = owner != body  # a body does not collide with itself
+            for axis in range(3):
+                around &= (high_axes[axis] >= below[axis]) & (low_axes[axis] <= above[axis])
+            candidates = np.flatnonzero(around)
             if not len(candidates):
                 continue
             near = ((x[body][:, None] >= low[candidates][None] - grow[..., None]) &

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .kinematics import KinematicMap, MassTerms
+from .kinematics import KinematicMap, MassTerms, rows_at
 from .mesh import mass_properties, principal_points
 from .rotation import body_angular_velocity, exp_so3, hat, right_jacobian, rotation_rates
 
@@ -40,8 +40,9 @@ class RigidBodyMap(KinematicMap):
         offsets = self.points(name) - self.centers[:, None, :]
         return q[:, None, :3] + offsets @ self.rotation(q).transpose(1, 2)
 
-    def jacobian(self, q, name):
-        return posed_jacobian(self.orientation, q, self.points(name) - self.centers[:, None, :])
+    def jacobian(self, q, name, index=None):
+        arms = self.points(name) - self.centers[:, None, :]
+        return posed_jacobian(self.orientation, q, arms if index is None else rows_at(arms, index))
 
     def mass_terms(self, q, q_dot):
         return posed_mass_terms(self.orientation, q, q_dot, self.masses, self.mass_points - self.centers[:, None, :])

@@ -51,10 +51,17 @@ class StackedMap(KinematicMap):
         self.rigid_dofs = torch.arange(n) < 6
         self.mass_points, self.masses = _padded([m.mass_points for m in maps], [m.masses for m in maps])
         self.potentials = [m.potential(m.rest_coordinates()) is not None for _, m in self.groups]  # which groups have one
+        self._split = []  # the last two (q, _parts(q))
 
     def _parts(self, q):
-        """q (B, n) as each group's own coordinates."""
-        return [q[rows, :m.n_dof] for rows, m in self.groups]
+        """q (B, n) as each group's own coordinates. The same q gives the same tensors: a map keeps what
+        it evaluated at its q (its mass terms' expansion, for the potential's gradient and Hessian)."""
+        for kept, parts in self._split:
+            if kept is q:
+                return parts
+        parts = [q[rows, :m.n_dof] for rows, m in self.groups]
+        self._split = [(q, parts), *self._split[:1]]  # a state's q and q_dot
+        return parts
 
     def _rows(self, parts):
         """Each group's tensors (len(rows), ...) back in the bodies' order."""
@@ -90,8 +97,9 @@ class StackedMap(KinematicMap):
                                for (_, m), r in zip(self.groups, self._parts(q))])
         return self._rows([m.embed(r, name) for (_, m), r in zip(self.groups, self._parts(q))])
 
-    def jacobian(self, q, name):
-        parts = [m.jacobian(r, name) for (_, m), r in zip(self.groups, self._parts(q))]
+    def jacobian(self, q, name, index=None):
+        parts = [m.jacobian(r, name, None if index is None else index[rows])
+                 for (rows, m), r in zip(self.groups, self._parts(q))]
         return self._rows([x for x, _ in parts]), self._rows([self._pad(j) for _, j in parts])
 
     def mass_terms(self, q, q_dot):

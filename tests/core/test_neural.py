@@ -67,6 +67,18 @@ def test_body_frame_mass_sums_match_forward_mode():
         torch.testing.assert_close(closed, generic, rtol=1e-10, atol=1e-10)
 
 
+def test_the_jacobian_at_some_points_is_theirs_of_the_whole_set(body):
+    """``jacobian(q, name, index)``: the rows index[b] of each body's x and J, by the quadratic field
+    (quadratic expansion) and by forward mode (the network)."""
+    kmap, _ = body
+    q = kmap.rest_coordinates() + torch.tensor([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2, 0.5, -0.4, 0.3]], dtype=torch.float64)
+    index = torch.tensor([[7, 2, 2, 0]])
+    whole, some = kmap.jacobian(q, MASS), kmap.jacobian(q, MASS, index)
+    for all_rows, rows in zip(whole, some):
+        assert rows.shape[:2] == (1, 4)
+        torch.testing.assert_close(rows, all_rows[:, [7, 2, 2, 0]], rtol=0, atol=1e-12)
+
+
 def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
     kmap, _ = body
     system = LagrangianSystem(kmap, Environment(gravity=torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)))
