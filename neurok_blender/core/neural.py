@@ -63,6 +63,7 @@ import copy
 import dataclasses
 import functools
 import hashlib
+import math
 import threading
 
 import numpy as np
@@ -390,6 +391,10 @@ class NeuralBodyMap(KinematicMap):
         r = points - self.center + torch.einsum("bpik,bk->bpi", first + 0.5 * z_s, s)
         return r, first + z_s, None if s_dot is None else torch.einsum("bpikl,bl->bpik", second, s_dot)
 
+    def _against_second(self, weights):
+        """sum_p w_p . Z_p (B, k, k) for vectors w (B, P, 3) at the mass points."""
+        return torch.einsum("bpi,bpikl->bkl", weights, self._skin(MASS)[1][1])
+
     def embed(self, q, name):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
@@ -423,7 +428,7 @@ class NeuralBodyMap(KinematicMap):
         spring = (self.masses[..., None] * u * u).sum((1, 2))
         radius = self.wall_radius
         wall = self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
-        return 0.5 * self.omega2 * (spring + wall)
+        return 0.5 * self._per_body(self.omega2, spring) * (spring + wall)
 
     def potential_gradient(self, q):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
@@ -436,7 +441,7 @@ class NeuralBodyMap(KinematicMap):
         u = r + self.center - self.plastic_shape
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
-        return torch.cat([torch.zeros_like(q[:, :6]), self.omega2 * (spring + wall)], 1)
+        return torch.cat([torch.zeros_like(q[:, :6]), self._per_body(self.omega2, spring) * (spring + wall)], 1)
 
     def potential_hessian(self, q):
         """With the quadratic expansion: d2V/ds2 = omega^2 (sum m ((Y + Z s)^T (Y + Z s) + u . Z)
@@ -446,15 +451,13 @@ class NeuralBodyMap(KinematicMap):
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
         u = r + self.center - self.plastic_shape
-        second = self._skin(MASS)[1][1]
-        spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s) \
-            + torch.einsum("bp,bpi,bpikl->bkl", self.masses, u, second)
+        spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s) + self._against_second(self.masses[..., None] * u)
         norm2 = (s * s).sum(1)[:, None, None]
         eye = torch.eye(s.shape[1], dtype=s.dtype)
         wall = 3 * self.wall_mass[:, None, None] / self.wall_radius**4 * (
             norm2**2 * eye + 4 * norm2 * s[:, :, None] * s[:, None, :])
         hessian = torch.zeros(q.shape[0], q.shape[1], q.shape[1], dtype=q.dtype)
-        hessian[:, 6:, 6:] = self.omega2 * (spring + wall)
+        hessian[:, 6:, 6:] = self._per_body(self.omega2, spring) * (spring + wall)
         return hessian
 
     def strain(self, s):
@@ -483,7 +486,12 @@ class NeuralBodyMap(KinematicMap):
             kept = torch.clamp(kept * self.yield_strain / strain, max=1.0)
             self.set_plastic_rest(s - kept[:, None] * (s - start))
             strain = self._strain_at(shape)
-        return 0.5 * self.omega2 * self.masses.sum(1) * self.gyration**2 * (first**2 - strain**2)
+        return 0.5 * self._per_body(self.omega2, first) * self.masses.sum(1) * self.gyration**2 * (first**2 - strain**2)
+
+    @staticmethod
+    def _per_body(value, like):
+        """A material value as a factor of ``like`` (B, ...): a number as it is, one per body (B,) along B."""
+        return value.reshape(-1, *([1] * (like.dim() - 1))) if torch.is_tensor(value) else value
 
     def snapshot(self):
         return self.orientation, self.plastic_rest
@@ -508,6 +516,99 @@ class NeuralBodyMap(KinematicMap):
 
     def latent_speed(self, q_dot):
         return float(q_dot[:, 6:].norm(dim=1).max())
+
+
+class NeuralBodyStack(NeuralBodyMap):
+    """Several bodies' ``NeuralBodyMap`` (B = 1 each, quadratic expansion, the same number of learned
+    coordinates) as the rows of one batch, for a scene: the posed sums (mass terms, Jacobians, the
+    potential, its gradient and Hessian, the plastic flow) run once for all of them. The quadratic
+    fields are contracted per field, not stacked: bodies of one shape share theirs (``attach``
+    skins a shape once), and one product takes every such body's s at once, reading the field once;
+    bodies of other shapes are contracted one by one, each field in turn. Each body keeps its own
+    material (omega, yield strain, wall mass) and state (R_ref, s_p). The mass points (the
+    condensation leaves a different number per shape) are padded with massless points of zero field.
+    A point set without a field (a drawn mesh, a surface too large for its table) is moved by each
+    body's own map. The bodies' maps are the stack's build: their own R_ref and s_p stay as they were."""
+
+    def __init__(self, maps: list[NeuralBodyMap]):
+        KinematicMap.__init__(self)
+        if any(m.reduced_size != maps[0].reduced_size or m._skin(MASS)[1] is None for m in maps):
+            raise ValueError("stacked maps have the quadratic expansion and the same number of coordinates")
+        self.maps = maps
+        count = max(m.mass_points.shape[1] for m in maps)
+        pad = lambda t: torch.nn.functional.pad(t, [0, 0] * (t.dim() - 2) + [0, count - t.shape[1]])
+        self.mass_points = torch.cat([pad(m.mass_points) for m in maps])
+        self.masses = torch.cat([pad(m.masses) for m in maps])
+        self.rigid_dofs = maps[0].rigid_dofs
+        self.center = torch.stack([m.center for m in maps])[:, None]  # (B, 1, 3)
+        self.orientation = torch.cat([m.orientation for m in maps])
+        self.omega2 = torch.tensor([m.omega2 for m in maps], dtype=self.dtype)
+        self.yield_strain = None if all(m.yield_strain is None for m in maps) else torch.tensor(
+            [math.inf if m.yield_strain is None else m.yield_strain for m in maps], dtype=self.dtype)
+        self.wall_mass = torch.cat([m.wall_mass for m in maps])
+        self.wall_radius = maps[0].wall_radius
+        self.gyration = torch.stack([m.gyration for m in maps])
+        self._extent = torch.cat([m.extent for m in maps])
+        self._skins = {}
+        self._stack_fields(MASS)
+        self._expanded = (None, None, None)
+        self.set_plastic_rest(torch.cat([m.plastic_rest for m in maps]))
+
+    def _stack_fields(self, name):
+        """The bodies' fields of ``name`` by field: [(rows, Y (P, 3, k), Z (P, 3, k, k))], or None
+        when a body has none."""
+        fields = [m._skin(name)[1] for m in self.maps]
+        groups = None
+        if all(f is not None for f in fields):
+            by_field = {}
+            for row, f in enumerate(fields):
+                by_field.setdefault(id(f), (f, []))[1].append(row)
+            groups = [(torch.tensor(rows), f[0][0], f[1][0]) for f, rows in by_field.values()]
+        self._skins[name] = (None, groups)
+
+    def rest_coordinates(self):
+        return torch.cat([self.center[:, 0], torch.zeros(self.batch, 3 + self.reduced_size, dtype=self.dtype)], 1)
+
+    def attach(self, name, points, parts=None, output=False):
+        """Each body's map attaches its row of ``points`` (B, P, 3), each point following its part there
+        (``parts`` are one body's: not taken)."""
+        if name in self._skins and torch.equal(self.points(name), points):
+            return
+        KinematicMap.attach(self, name, points)
+        for row, m in enumerate(self.maps):
+            m.attach(name, points[row:row + 1], output=output)
+        self._stack_fields(name)
+
+    def _expansion(self, name, s, s_dot=None, index=None):
+        points = self.points(name) if index is None else rows_at(self.points(name), index)
+        b, count, k = s.shape[0], points.shape[1], s.shape[1]
+        r = points - self.center
+        r_s = s.new_zeros(b, count, 3, k)
+        z_dot = None if s_dot is None else s.new_zeros(b, count, 3, k)
+        for rows, first, second in self._skin(name)[1]:
+            size = first.shape[0]  # the mass points of a shape: as many as its field has
+            if index is None:  # one field for the rows: (P, 3, k[, k])
+                contract = lambda t: torch.einsum("pikl,rl->rpik", second, t[rows])
+            else:  # each row's own points of it: (R, I, 3, k[, k])
+                first, second = first[index[rows]], second[index[rows]]
+                contract = lambda t: torch.einsum("rpikl,rl->rpik", second, t[rows])
+            z_s = contract(s)
+            r[rows, :size] += torch.einsum("rpik,rk->rpi", first + 0.5 * z_s, s[rows])
+            r_s[rows, :size] = first + z_s
+            if s_dot is not None:
+                z_dot[rows, :size] = contract(s_dot)
+        return r, r_s, z_dot
+
+    def _against_second(self, weights):
+        contracted = weights.new_zeros(weights.shape[0], self.reduced_size, self.reduced_size)
+        for rows, _, second in self._skin(MASS)[1]:
+            contracted[rows] = torch.einsum("rpi,pikl->rkl", weights[rows, :second.shape[0]], second)
+        return contracted
+
+    def deformed(self, s, name):
+        if self._skin(name)[1] is not None:
+            return super().deformed(s, name)
+        return torch.cat([m.deformed(s[row:row + 1], name) for row, m in enumerate(self.maps)])
 
 
 def shape_digest(points: np.ndarray, origin, size: float) -> str:

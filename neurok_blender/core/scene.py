@@ -18,6 +18,7 @@ import torch
 from .dynamics import Environment, LagrangianSystem
 from .kinematics import MASS, KinematicMap, MassTerms
 from .mesh import is_closed
+from .neural import NeuralBodyMap, NeuralBodyStack
 from .obstacles import BodySurfaces, Obstacles
 from .rigid import RigidBodyMap
 from .simulation import Body, SimulationResult, prepare
@@ -29,7 +30,8 @@ SHARED = ("frames", "fps", "gravity", "ground_height", "integrator", "substeps",
 class StackedMap(KinematicMap):
     """Maps of one body each (B = 1) as the rows of one batch. Row b has the coordinates of map b and
     zeros after them; a padding coordinate has unit mass and no force, so it stays at rest. The rigid
-    bodies are merged into one batched RigidBodyMap (its closed forms then run once for all of them)."""
+    bodies are merged into one batched RigidBodyMap, and learned maps of as many coordinates into one
+    NeuralBodyStack (their closed forms then run once for all of them)."""
 
     def __init__(self, maps: list[KinematicMap]):
         super().__init__()
@@ -37,7 +39,14 @@ class StackedMap(KinematicMap):
             if not (bool(m.rigid_dofs[:6].all()) and not bool(m.rigid_dofs[6:].any())):
                 raise ValueError("each stacked map has six rigid coordinates first (translation, rotation)")
         rigid = [i for i, m in enumerate(maps) if isinstance(m, RigidBodyMap)]
-        self.groups = [([i], m) for i, m in enumerate(maps) if i not in rigid]  # (rows, the map that moves them)
+        learned = {}  # maps with quadratic fields, by their number of coordinates
+        for i, m in enumerate(maps):
+            if isinstance(m, NeuralBodyMap) and m._skin(MASS)[1] is not None:
+                learned.setdefault(m.n_dof, []).append(i)
+        stacked = [rows for rows in learned.values() if len(rows) > 1]
+        merged = set(rigid).union(*stacked)
+        self.groups = [([i], m) for i, m in enumerate(maps) if i not in merged]  # (rows, the map that moves them)
+        self.groups += [(rows, NeuralBodyStack([maps[i] for i in rows])) for rows in stacked]
         if rigid:
             merged = RigidBodyMap(torch.cat([maps[i].centers for i in rigid]),
                                   torch.cat([maps[i].mass_points for i in rigid]),

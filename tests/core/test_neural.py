@@ -9,7 +9,7 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.options import EXPANSIONS
-from neurok_blender.core.neural import NeuralBodyMap
+from neurok_blender.core.neural import NeuralBodyMap, NeuralBodyStack
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.surface import sample_surface
 
@@ -262,3 +262,41 @@ def test_condensed_mass_points_carry_the_same_dynamics():
             torch.testing.assert_close(e0[key], e1[key], rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(systems[0].mass_matrix(q), systems[1].mass_matrix(q), rtol=1e-10, atol=1e-12)
         assert float(maps[0].strain(q[:, 6:])) == pytest.approx(float(maps[1].strain(q[:, 6:])), rel=1e-10)
+
+
+def test_a_stack_of_bodies_gives_each_body_its_own_dynamics():
+    """NeuralBodyStack: two bodies of one shape (one moved, on another material that yields) and one
+    of another shape (other mass points) give, row by row, what each body's map gives alone: mass
+    terms, the potential with its gradient and Hessian, the plastic flow, the Jacobian of a point set
+    (all its points, and some of them) and a drawn set's positions."""
+    first, _ = make_body("quadratic")
+    moved = first.with_material(3.0, 1e-3, shift=(1.0, 0.5, 0.0))
+    other, _ = make_body("quadratic", count=24)
+    maps = [first, moved, other]
+    stack = NeuralBodyStack(maps)
+    torch.manual_seed(2)
+    q = stack.rest_coordinates() + 0.5 * torch.randn(3, stack.n_dof, dtype=torch.float64)
+    q_dot = torch.randn_like(q)
+    rest = torch.cat([m.mass_points[:, :6] for m in maps])
+    stack.attach("probe", rest)
+    stack.attach("drawn", rest, output=True)
+    index = torch.tensor([[5, 0], [1, 1], [3, 2]])
+    together = (stack.mass_terms(q, q_dot), stack.potential(q), stack.potential_gradient(q), stack.potential_hessian(q),
+                stack.jacobian(q, "probe"), stack.jacobian(q, "probe", index), stack.embed(q, "drawn"), stack.flow(q))
+    for row, m in enumerate(maps):
+        mine, mine_dot = q[row:row + 1], q_dot[row:row + 1]
+        alone = (m.mass_terms(mine, mine_dot), m.potential(mine), m.potential_gradient(mine), m.potential_hessian(mine),
+                 m.jacobian(mine, "probe"), m.jacobian(mine, "probe", index[row:row + 1]), m.embed(mine, "drawn"),
+                 m.flow(mine))
+        for a, b in zip(together, alone):
+            for x, y in zip(_tensors(a), _tensors(b)):
+                torch.testing.assert_close(x[row:row + 1], y, rtol=1e-10, atol=1e-12)
+    assert float(together[-1][1]) > 0 and float(together[-1][0]) == 0.0  # only the second yields
+    torch.testing.assert_close(stack.plastic_rest[1:2], moved.plastic_rest, rtol=1e-10, atol=1e-12)
+
+
+def _tensors(value):
+    """A tensor, a tuple of them or a dataclass of them (MassTerms) as a list."""
+    if torch.is_tensor(value):
+        return [value]
+    return list(value) if isinstance(value, tuple) else list(vars(value).values())
