@@ -25,7 +25,7 @@ def write_pc2(path, positions: np.ndarray) -> None:
     partial = f"{path}.partial"
     with open(partial, "wb") as fh:
         fh.write(HEADER.pack(MAGIC, 1, points, 0.0, 1.0, frames))
-        fh.write(positions.tobytes())
+        positions.tofile(fh)  # from the array itself: tobytes would copy it whole first
     os.replace(partial, path)
 
 

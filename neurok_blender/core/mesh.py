@@ -146,10 +146,23 @@ def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 25
     distinct[1:] = (local[order[1:]] != local[order[:-1]]).any(1)
     candidates = np.sort(order[distinct])
     points = local[candidates]
-    extremes = np.unique(np.argmax(fibonacci_sphere(directions) @ points.T, axis=1))  # along rows: contiguous
+    extremes = np.unique(_extremes(fibonacci_sphere(directions), points))
     if len(extremes) >= count:
         return candidates[extremes[_farthest_points(points[extremes], [0], count)]]
     return candidates[_farthest_points(points, extremes.tolist(), min(count, len(points)))]
+
+
+def _extremes(directions: np.ndarray, points: np.ndarray, block: int = 8192) -> np.ndarray:
+    """For each direction (D, 3) the index of the point (N, 3) furthest along it, the first of ties,
+    by blocks of points: (D, block) products at a time, not one (D, N) (2 GB at a million points)."""
+    best, where = np.full(len(directions), -np.inf), np.zeros(len(directions), np.int64)
+    for start in range(0, len(points), block):
+        along = directions @ points[start:start + block].T  # (D, block): its rows contiguous for argmax
+        pick = np.argmax(along, axis=1)
+        value = along[np.arange(len(directions)), pick]
+        better = value > best  # a later block's tie keeps the first index
+        best[better], where[better] = value[better], pick[better] + start
+    return where
 
 
 def _farthest_points(points: np.ndarray, seeds: list[int], count: int) -> np.ndarray:

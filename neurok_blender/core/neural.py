@@ -77,7 +77,7 @@ from .options import EXPANSIONS
 from .reduction import Subspace
 from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
-from .skinning import deform, skinning
+from .skinning import deform, moved_by, query_motions, skinning
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
@@ -296,10 +296,12 @@ class NeuralBodyMap(KinematicMap):
             points_t = torch.as_tensor(model_points, dtype=self.dtype)
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
-            if output:  # drawn only: blended by one sparse product a frame
-                skin = skin.drawn(len(self.shape.queries.points))
             with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
-                rest = self._move(zero[None], points_t, skin)
+                if output:  # drawn only: blended by a sparse product a block of rows a frame
+                    skin = skin.drawn(len(self.shape.queries.points))
+                    rest = torch.cat([self._move(zero[None], points_t[rows], block) for rows, block in skin], 1)
+                else:
+                    rest = self._move(zero[None], points_t, skin)
             images.append((points_t, skin, rest))
             if isinstance(self.motions, QuadraticMotions) and not output:
                 def moved(s):
@@ -370,15 +372,43 @@ class NeuralBodyMap(KinematicMap):
         images, field = self._skin(name)
         if field is not None:
             return self._expansion(name, s)[0] + self.center
+        if self._blocks(name) is not None:
+            return self._drawn(s, name)
         points = self.points(name)
-        raw = self._mirrored(s, images)
+        return points + self._mirrored(s, images) - self._rigid_motion(points - self.center, *self._frame_motion(s))
+
+    def _frame_motion(self, s):
+        """(t, w) (B, 3) each: the rigid part of the raw mirrored displacement at s, taken out of a point
+        set without a field of its own (``deformed``)."""
         if self._frame is not None:  # quadratic expansion, drawn points: the frame's own expansion
             (t1, w1), (t2, w2) = self._frame
-            t = torch.einsum("bik,bk->bi", t1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", t2, s, s)
-            w = torch.einsum("bik,bk->bi", w1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", w2, s, s)
-        else:  # the network: the rigid part of the mass points' own displacement
-            t, w = self._rigid_part(self._mirrored(s, self._skin(MASS)[0]))
-        return points + raw - self._rigid_motion(points - self.center, t, w)
+            return (torch.einsum("bik,bk->bi", t1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", t2, s, s),
+                    torch.einsum("bik,bk->bi", w1, s) + 0.5 * torch.einsum("bikl,bk,bl->bi", w2, s, s))
+        return self._rigid_part(self._mirrored(s, self._skin(MASS)[0]))  # the network: the mass points' own
+
+    def _blocks(self, name):
+        """The mirror images of a point set skinned in blocks to be drawn (``Skinning.drawn``), else None."""
+        images, field = self._skin(name)
+        return images if field is None and images and isinstance(images[0][1], list) else None
+
+    def _drawn(self, s, name, pose=None):
+        """``deformed`` for drawn points, or with ``pose`` = (p (B, 3), R (B, 3, 3)) ``embed``'s
+        p + R (y(s) - c): one block of rows at a time through every mirror image (each image's query
+        motions once) and the pose, the same sums with every temporary a block's."""
+        images, points, (t, w), k = self._blocks(name), self.points(name), self._frame_motion(s), self.block
+        values = [query_motions(self.queries, *self.motions(s[:, index * k:(index + 1) * k]), self.dual_quaternion)
+                  for index in range(len(images))]
+        out = points.new_empty(s.shape[0], points.shape[1], 3)
+        for block, (rows, _) in enumerate(images[0][1]):
+            total = None
+            for index, (model_points, blocks, rest) in enumerate(images):
+                moved = moved_by(blocks[block][1].blended(values[index]), model_points[rows], self.dual_quaternion)
+                term = self._reflect_vectors(index, self.scale * (moved - rest[:, rows]))
+                total = term if total is None else total + term
+            at = points[:, rows]
+            shape = at + total - self._rigid_motion(at - self.center, t, w)
+            out[:, rows] = shape if pose is None else pose[0][:, None] + (shape - self.center) @ pose[1].transpose(1, 2)
+        return out
 
     def _expansion(self, name, s, s_dot=None, index=None):
         """For points with a quadratic field: r = y(s) - c = xbar - c + (Y + 1/2 Z s) s, r_s = Y + Z s
@@ -397,6 +427,8 @@ class NeuralBodyMap(KinematicMap):
 
     def embed(self, q, name):
         rotation = self.orientation @ exp_so3(q[:, 3:6])
+        if self._blocks(name) is not None:
+            return self._drawn(q[:, 6:], name, (q[:, :3], rotation))
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, name, index=None):

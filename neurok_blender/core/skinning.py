@@ -21,14 +21,15 @@ import torch
 from scipy.spatial import cKDTree
 
 NEIGHBOURS = 4
+DRAWN_ROWS = 8192  # points per block of a drawn set: a block's temporaries stay in the CPU's cache
 
 
 @dataclass
 class Skinning:
     """Which queries (V, K) drive each vertex and with what weights (V, K), rows summing to 1; a batch
-    of objects stacks them to (B, V, K). ``blend``, for points that are only drawn (``drawn``), holds
-    the same weights as a sparse (V, Q) matrix: one sparse product then blends every vertex, three to
-    four times as fast as gathering K neighbours at 100k vertices, but no derivative goes through it."""
+    of objects stacks them to (B, V, K). ``blend``, for a block of points that are only drawn
+    (``drawn``), holds the same weights as a sparse (rows, Q) matrix: one sparse product then blends
+    the block, three to four times as fast as gathering K neighbours, but no derivative goes through it."""
 
     index: torch.Tensor
     weight: torch.Tensor
@@ -38,14 +39,34 @@ class Skinning:
         return Skinning(self.index.to(device), self.weight.to(device),
                         None if self.blend is None else self.blend.to(device))
 
-    def drawn(self, queries: int) -> "Skinning":
-        """This skinning (one object's, (V, K)) with its sparse blend over ``queries`` query points."""
-        rows = torch.arange(len(self.index))[:, None].expand_as(self.index)
-        blend = torch.sparse_coo_tensor(torch.stack([rows.reshape(-1), self.index.reshape(-1)]),
-                                        self.weight.reshape(-1), (len(self.index), queries), check_invariants=True)
-        with warnings.catch_warnings():  # torch calls its compressed rows beta; a product with them is all we use
-            warnings.simplefilter("ignore", UserWarning)
-            return Skinning(self.index, self.weight, blend.coalesce().to_sparse_csr())
+    def drawn(self, queries: int) -> list[tuple[slice, "Skinning"]]:
+        """This skinning (one object's, (V, K)) in blocks of DRAWN_ROWS points, each with its sparse blend
+        over ``queries`` query points: (the block's rows, its skinning). A mesh drawn block by block
+        keeps every temporary of a frame in the cache, where whole (V, 8) ones each cost a trip
+        through memory."""
+        blocks = []
+        for start in range(0, len(self.index), DRAWN_ROWS):
+            rows = slice(start, min(start + DRAWN_ROWS, len(self.index)))
+            index, weight = self.index[rows], self.weight[rows]
+            at = torch.arange(len(index))[:, None].expand_as(index)
+            blend = torch.sparse_coo_tensor(torch.stack([at.reshape(-1), index.reshape(-1)]), weight.reshape(-1),
+                                            (len(index), queries), check_invariants=True)
+            with warnings.catch_warnings():  # torch calls its compressed rows beta; a product with them is all we use
+                warnings.simplefilter("ignore", UserWarning)
+                blocks.append((rows, Skinning(index, weight, blend.coalesce().to_sparse_csr())))
+        return blocks
+
+    def blended(self, values: torch.Tensor) -> torch.Tensor:
+        """sum_k a_k values[index_k] (..., V, C) of per-query values (..., Q, C)."""
+        if self.blend is None:
+            if self.index.dim() == 2:
+                gathered = values[..., self.index, :]
+            else:
+                gathered = values[torch.arange(len(self.index), device=values.device)[:, None, None], self.index]
+            return (gathered * self.weight.to(values.dtype)[..., None]).sum(-2)
+        flat = values.movedim(-2, 0)  # (Q, ..., C)
+        out = self.blend.to(values.dtype) @ flat.reshape(len(flat), -1)
+        return out.reshape(-1, *flat.shape[1:]).movedim(0, -2)
 
 
 def skinning(vertices: np.ndarray, queries: np.ndarray, vertex_parts: np.ndarray | None = None,
@@ -105,27 +126,24 @@ def deform(queries: torch.Tensor, rotation: torch.Tensor, displacement: torch.Te
 
     ``queries`` (..., Q, 3) are the query points at rest; batch dimensions broadcast.
     """
-    weight = skin.weight.to(points.dtype)[..., None]  # (..., V, K, 1)
+    values = query_motions(queries, rotation, displacement, dual_quaternion)
+    return moved_by(skin.blended(values), points, dual_quaternion)
 
-    def gather(values):  # (..., Q, C) -> (..., V, K, C)
-        if skin.index.dim() == 2:
-            return values[..., skin.index, :]
-        batch = torch.arange(len(skin.index), device=values.device)[:, None, None]
-        return values[batch, skin.index]
 
-    def blended(values):  # (..., Q, C) -> (..., V, C): sum_k a_k values[index_k]
-        if skin.blend is None:
-            return (gather(values) * weight).sum(-2)
-        flat = values.movedim(-2, 0)  # (Q, ..., C)
-        out = skin.blend.to(values.dtype) @ flat.reshape(len(flat), -1)
-        return out.reshape(-1, *flat.shape[1:]).movedim(0, -2)
-
+def query_motions(queries, rotation, displacement, dual_quaternion: bool = True) -> torch.Tensor:
+    """What the points blend of each query's motion (..., Q, C): its dual quaternion (r, d), C = 8, or
+    its displacement alone, C = 3 (the ablation)."""
     if not dual_quaternion:
-        return points + blended(displacement)
+        return displacement
     r = quaternion_from_rotation_vector(rotation)  # (..., Q, 4)
     tau = queries + displacement - rotate(r, queries)
     d = 0.5 * quaternion_multiply(torch.cat([torch.zeros_like(tau[..., :1]), tau], -1), r)
-    return _dual_quaternion_motion(blended(torch.cat([r, d], -1)), points)  # all r have w >= 0: one hemisphere
+    return torch.cat([r, d], -1)  # all r have w >= 0: one hemisphere
+
+
+def moved_by(blend: torch.Tensor, points: torch.Tensor, dual_quaternion: bool = True) -> torch.Tensor:
+    """The points (..., V, 3) moved by their blend of ``query_motions`` (..., V, C)."""
+    return _dual_quaternion_motion(blend, points) if dual_quaternion else points + blend
 
 
 def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
@@ -133,9 +151,8 @@ def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor) -> torch.
     by |r|: x' = R(r) x + tau, R(r) x = x + w t + v x t with t = 2 v x x, and tau = 2 vec(d r*) =
     2 (w_r v_d - w_d v_r + v_r x v_d). Written per component: on a mesh's many vertices the cross
     products' and quaternion products' small (V, 3) and (V, 4) tensors cost more than the arithmetic."""
-    rw, rx, ry, rz, dw, dx, dy, dz = blend.unbind(-1)
-    norm = torch.rsqrt(rw * rw + rx * rx + ry * ry + rz * rz)
-    rw, rx, ry, rz, dw, dx, dy, dz = (c * norm for c in (rw, rx, ry, rz, dw, dx, dy, dz))
+    r = blend[..., :4]
+    rw, rx, ry, rz, dw, dx, dy, dz = (blend * torch.rsqrt((r * r).sum(-1, keepdim=True))).unbind(-1)
     px, py, pz = points.unbind(-1)
     tx, ty, tz = 2 * (ry * pz - rz * py), 2 * (rz * px - rx * pz), 2 * (rx * py - ry * px)
     return torch.stack([px + rw * tx + ry * tz - rz * ty + 2 * (rw * dx - dw * rx + ry * dz - rz * dy),

@@ -12,6 +12,7 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
+from neurok_blender.core import skinning as skinning_module
 from neurok_blender.core.skinning import deform, skinning
 from neurok_blender.core.surface import sample_surface
 
@@ -123,17 +124,22 @@ def test_dual_quaternion_skinning_moves_rigidly_and_blends_one_motion_exactly():
     torch.testing.assert_close(blended, points @ turn.T + tau)
 
 
-def test_drawn_points_blend_by_one_sparse_product_to_the_same_positions():
-    """A skinning for points only drawn (``Skinning.drawn``) blends by a sparse (V, Q) product: the same
-    positions as gathering each vertex's K queries, with dual quaternions and with displacements."""
+def test_drawn_points_blend_block_by_block_to_the_same_positions(monkeypatch):
+    """A skinning for points only drawn (``Skinning.drawn``) comes in blocks of rows, each blending by a
+    sparse (rows, Q) product: together they cover every point once, in order, at the same positions as
+    gathering each vertex's K queries, with dual quaternions and with displacements."""
+    monkeypatch.setattr(skinning_module, "DRAWN_ROWS", 64)
     rng = np.random.default_rng(1)
     queries = torch.as_tensor(rng.normal(size=(12, 3)))
     rotation, displacement = (0.5 * torch.as_tensor(rng.normal(size=(2, 12, 3)))).unbind()
     points = torch.as_tensor(rng.normal(size=(200, 3)))
     skin = skinning(points.numpy(), queries.numpy(), k=4)
+    blocks = skin.drawn(12)
+    assert [(rows.start, rows.stop) for rows, _ in blocks] == [(0, 64), (64, 128), (128, 192), (192, 200)]
     for dual_quaternion in (True, False):
-        torch.testing.assert_close(deform(queries, rotation, displacement, points, skin.drawn(12), dual_quaternion),
-                                   deform(queries, rotation, displacement, points, skin, dual_quaternion),
+        drawn = torch.cat([deform(queries, rotation, displacement, points[rows], block, dual_quaternion)
+                           for rows, block in blocks])
+        torch.testing.assert_close(drawn, deform(queries, rotation, displacement, points, skin, dual_quaternion),
                                    rtol=1e-13, atol=1e-13)
 
 
