@@ -618,12 +618,12 @@ class NeuralBodyStack(NeuralBodyMap):
         r_s = s.new_zeros(b, count, 3, k)
         z_dot = None if s_dot is None else s.new_zeros(b, count, 3, k)
         for rows, first, second in self._skin(name)[1]:
-            size = first.shape[0]  # the mass points of a shape: as many as its field has
             if index is None:  # one field for the rows: (P, 3, k[, k])
                 contract = lambda t: torch.einsum("pikl,rl->rpik", second, t[rows])
             else:  # each row's own points of it: (R, I, 3, k[, k])
                 first, second = first[index[rows]], second[index[rows]]
                 contract = lambda t: torch.einsum("rpikl,rl->rpik", second, t[rows])
+            size = first.shape[-3]  # a shape's mass points: as many as its field has
             z_s = contract(s)
             r[rows, :size] += torch.einsum("rpik,rk->rpi", first + 0.5 * z_s, s[rows])
             r_s[rows, :size] = first + z_s

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
+from neurok_blender.core import skinning as skinning_module
 from neurok_blender.core.checkpoint import load_model, resolve_device, save_checkpoint
 from neurok_blender.core.fitting import chamfer_l1, fit_pose
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
-from neurok_blender.core import skinning as skinning_module
 from neurok_blender.core.skinning import deform, skinning
 from neurok_blender.core.surface import sample_surface
 
