@@ -269,9 +269,10 @@ def lattice_inside(vertices: np.ndarray, faces: np.ndarray, xs: np.ndarray, ys: 
     faces = faces[area != 0]  # a vertical triangle is never crossed
     area = area[area != 0]
     corners = flat[faces]  # (F, 3, 2)
-    # the columns under each shadow's bounding box, one wider on each side against rounding
-    low = np.clip(np.ceil((corners.min(1) - origin) / spacing).astype(int) - 1, 0, None)
-    high = np.minimum(np.floor((corners.max(1) - origin) / spacing).astype(int) + 1, [len(xs) - 1, len(ys) - 1])
+    # the columns under each shadow's bounding box, a millionth of a column wider on each side against
+    # rounding: a small triangle of a fine mesh has none under it, and tests none
+    low = np.clip(np.ceil((corners.min(1) - origin) / spacing - 1e-6).astype(int), 0, None)
+    high = np.minimum(np.floor((corners.max(1) - origin) / spacing + 1e-6).astype(int), [len(xs) - 1, len(ys) - 1])
     width = np.clip(high - low + 1, 0, None)
     counts = width[:, 0] * width[:, 1]
     triangle = np.repeat(np.arange(len(counts)), counts)
