@@ -57,9 +57,8 @@ def symmetric_points(vertices: np.ndarray, faces: np.ndarray, mass: float, mirro
     points, masses, where, groups = sampled_points(vertices, faces, mass, max(count // size, MIN_PART_POINTS), seed)
     labels = loose_parts(faces, len(vertices))
     if where == "volume" and labels.max() < MAX_SAMPLED_PARTS:  # groups are loose parts: map them to their images
-        images = mirrors.vertex_images(vertices)
-        part_images = np.zeros((size, labels.max() + 1), dtype=int)
-        part_images[:, labels] = labels[images]
+        first = np.unique(labels, return_index=True)[1]  # a vertex of each part, in the parts' order
+        part_images = labels[mirrors.vertex_images(vertices, first)]  # (|G|, parts): the part each image is
         mirrored = [part_images[i][groups] for i in range(size)]
     else:  # one group (a sheet, or many pieces sampled as one solid)
         mirrored = [groups] * size
