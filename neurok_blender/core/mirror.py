@@ -82,8 +82,10 @@ def find_mirrors(vertices: np.ndarray, tolerance: float = TOLERANCE) -> MirrorGr
     for axis in PLANES:
         g = np.ones(3)
         g[axis] = -1.0
-        distance = tree.query(center + (vertices - center) * g)[0]
-        if distance.max() <= tolerance * diagonal:
+        # within the tolerance or not at all (inf): a bounded search prunes the tree early
+        reach = tolerance * diagonal
+        distance = tree.query(center + (vertices - center) * g, distance_upper_bound=np.nextafter(reach, np.inf))[0]
+        if distance.max() <= reach:
             signs += [h * g for h in signs]  # the group generated so far, and its product with g
     group = MirrorGroup(center, np.stack(signs))
     _last_found[0] = (key, group)  # one assignment: safe across the solve's and the interface's threads
