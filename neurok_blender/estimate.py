@@ -11,9 +11,9 @@ class BakeEstimate:
     """Roughly what a bake of V vertices over F frames costs on one CPU thread, fitted to bakes of
     spheres of 1k-164k vertices landing on the ground (benchmarks/bake_estimate.py, docs/performance.md):
 
-        seconds = 2.4 + F (0.014 + 8e-7 V)  [+ 1.3 + F (0.18 + 7e-7 V) for a learned body]
-        bytes   = 250 MB [560 MB learned] + 3.5e3 V + 12 F V   (torch and the model, sampling the
-                                                                body, the frames in float32)
+        seconds = 1.2 + F (0.0072 + 2.4e-7 V)  [+ 1.6 + F (0.018 + 2.3e-7 V) for a learned body]
+        bytes   = 240 MB + 100 V + 48 F V  [570 MB + 2e3 V + 48 F V learned]   (torch and the model,
+                  the learned body's build, the frames as positions and as shape keys)
 
     A body whose damping or pull needs many more steps a frame takes longer; one that comes to rest
     and sleeps, far less."""
@@ -24,12 +24,12 @@ class BakeEstimate:
 
     @classmethod
     def of(cls, vertices: int, frames: int, learned: bool) -> "BakeEstimate":
-        seconds = 2.4 + frames * (0.014 + 8e-7 * vertices)
-        base = 250 * 2**20
+        seconds = 1.2 + frames * (0.0072 + 2.4e-7 * vertices)
+        base, per_vertex = 240 * 2**20, 100
         if learned:
-            seconds += 1.3 + frames * (0.18 + 7e-7 * vertices)
-            base = 560 * 2**20
-        return cls(seconds, int(base + 3.5e3 * vertices + 12 * frames * vertices), _available_memory())
+            seconds += 1.6 + frames * (0.018 + 2.3e-7 * vertices)
+            base, per_vertex = 570 * 2**20, 2e3
+        return cls(seconds, int(base + per_vertex * vertices + 48 * frames * vertices), _available_memory())
 
     @property
     def large(self) -> bool:
