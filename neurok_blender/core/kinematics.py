@@ -22,6 +22,12 @@ class MassTerms:
     moment: torch.Tensor  # (B, 3, n) sum m J: a uniform field of acceleration g acts with moment^T g
 
 
+def forward_jacobian(q: torch.Tensor, embed) -> tuple[torch.Tensor, torch.Tensor]:
+    """x = embed(q) (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction."""
+    eye = torch.eye(q.shape[1], dtype=q.dtype)
+    return embed(q), vmap(lambda d: jvp(embed, (q,), (d.expand_as(q),))[1], out_dims=-1)(eye)
+
+
 def rows_at(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Each body's points index[b] of t (B, P, ...): (B, I, ...)."""
     return t[torch.arange(t.shape[0])[:, None], index]
@@ -94,9 +100,7 @@ class KinematicMap:
     def jacobian(self, q, name, index=None):
         """x (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction; with ``index``
         (B, I), those of each body's points index[b] alone, (B, I, 3) and (B, I, 3, n)."""
-        eye = torch.eye(q.shape[1], dtype=q.dtype)
-        jac = vmap(lambda d: jvp(lambda qq: self.embed(qq, name), (q,), (d.expand_as(q),))[1], out_dims=-1)(eye)
-        x = self.embed(q, name)
+        x, jac = forward_jacobian(q, lambda qq: self.embed(qq, name))
         return (x, jac) if index is None else (rows_at(x, index), rows_at(jac, index))
 
     def derivatives(self, q, q_dot, name):

@@ -70,14 +70,14 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from .kinematics import MASS, KinematicMap, rows_at
+from .kinematics import MASS, KinematicMap, forward_jacobian, rows_at
 from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
 from .options import EXPANSIONS
 from .reduction import Subspace
 from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
-from .skinning import deform, moved_by, query_motions, skinning
+from .skinning import Skinning, deform, moved_by, query_motions, skinning
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
@@ -432,10 +432,34 @@ class NeuralBodyMap(KinematicMap):
         return q[:, None, :3] + (self.deformed(q[:, 6:], name) - self.center) @ rotation.transpose(1, 2)
 
     def jacobian(self, q, name, index=None):
-        if self._skin(name)[1] is None:
-            return super().jacobian(q, name, index)
-        r, r_s, _ = self._expansion(name, q[:, 6:], index=index)
-        return posed_jacobian(self.orientation, q, r, r_s)
+        if self._skin(name)[1] is not None:
+            r, r_s, _ = self._expansion(name, q[:, 6:], index=index)
+            return posed_jacobian(self.orientation, q, r, r_s)
+        if index is not None and self._blocks(name) is not None:  # drawn points: the picked ones alone
+            return self._picked_jacobian(q, name, index, self.orientation, self.center, self.points(name))
+        return super().jacobian(q, name, index)
+
+    def _picked_jacobian(self, q, name, index, orientation, center, points):
+        """x and J (B = 1) at the drawn points index[0] of ``name`` by forward mode, each point through
+        its own K queries gathered (the blocks' sparse products carry no derivative); ``orientation``,
+        ``center`` and ``points`` this body's or those of a copy of it (a stack's row)."""
+        rows = index[0]
+        images = []
+        for model_points, blocks, rest in self._blocks(name):
+            size = blocks[0][0].stop - blocks[0][0].start  # the blocks' rows
+            skins = [blocks[row // size][1] for row in rows.tolist()]
+            local = (rows % size).tolist()
+            picked = Skinning(torch.stack([s.index[i] for s, i in zip(skins, local)]),
+                              torch.stack([s.weight[i] for s, i in zip(skins, local)]))
+            images.append((model_points[rows], picked, rest[:, rows]))
+        at = points[:, rows]
+
+        def embed(qq):
+            s = qq[:, 6:]
+            shape = at + self._mirrored(s, images) - self._rigid_motion(at - center, *self._frame_motion(s))
+            return qq[:, None, :3] + (shape - center) @ (orientation @ exp_so3(qq[:, 3:6])).transpose(1, 2)
+
+        return forward_jacobian(q, embed)
 
     def mass_terms(self, q, q_dot):
         if self._skin(MASS)[1] is None:
@@ -641,6 +665,13 @@ class NeuralBodyStack(NeuralBodyMap):
         if self._skin(name)[1] is not None:
             return super().deformed(s, name)
         return torch.cat([m.deformed(s[row:row + 1], name) for row, m in enumerate(self.maps)])
+
+    def jacobian(self, q, name, index=None):
+        if self._skin(name)[1] is not None or index is None:
+            return super().jacobian(q, name, index)
+        parts = [m._picked_jacobian(q[row:row + 1], name, index[row:row + 1], self.orientation[row:row + 1],
+                                    self.center[row], self.points(name)[row:row + 1]) for row, m in enumerate(self.maps)]
+        return torch.cat([x for x, _ in parts]), torch.cat([j for _, j in parts])
 
 
 def shape_digest(points: np.ndarray, origin, size: float) -> str:

@@ -11,6 +11,7 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, s
 from neurok_blender.core.options import EXPANSIONS
 from neurok_blender.core.neural import NeuralBodyMap, NeuralBodyStack
 from neurok_blender.core.reduction import active_subspace
+from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.surface import sample_surface
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -77,6 +78,23 @@ def test_the_jacobian_at_some_points_is_theirs_of_the_whole_set(body):
     for all_rows, rows in zip(whole, some):
         assert rows.shape[:2] == (1, 4)
         torch.testing.assert_close(rows, all_rows[:, [7, 2, 2, 0]], rtol=0, atol=1e-12)
+
+
+def test_the_jacobian_of_picked_drawn_points_is_their_derivative(body):
+    """A drawn set (blended by sparse products, which carry no derivative) gives x and J at picked
+    points through their own gathered skinning: x as drawn, J as finite differences of the drawing."""
+    kmap, _ = body
+    kmap.attach("drawn", kmap.mass_points[:, :12], output=True)
+    q = kmap.rest_coordinates() + torch.tensor([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2, 0.5, -0.4, 0.3]], dtype=torch.float64)
+    rows = [9, 2, 2, 0]
+    x, jac = kmap.jacobian(q, "drawn", torch.tensor([rows]))
+    torch.testing.assert_close(x, kmap.embed(q, "drawn")[:, rows], rtol=0, atol=1e-12)
+    h = 1e-6
+    for k in range(q.shape[1]):
+        e = torch.zeros_like(q)
+        e[0, k] = h
+        column = (kmap.embed(q + e, "drawn") - kmap.embed(q - e, "drawn"))[:, rows] / (2 * h)
+        torch.testing.assert_close(jac[..., k], column, atol=1e-7, rtol=1e-6)
 
 
 def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
@@ -266,15 +284,19 @@ def test_condensed_mass_points_carry_the_same_dynamics():
 
 def test_a_stack_of_bodies_gives_each_body_its_own_dynamics():
     """NeuralBodyStack: two bodies of one shape (one moved, on another material that yields) and one
-    of another shape (other mass points) give, row by row, what each body's map gives alone: mass
-    terms, the potential with its gradient and Hessian, the plastic flow, the Jacobian of a point set
-    (all its points, and some of them) and a drawn set's positions."""
+    of another shape (other mass points), each turned by its own R_ref, give, row by row, what each
+    body's map gives alone: mass terms, the potential with its gradient and Hessian, the plastic flow,
+    the Jacobian of a point set (all its points, and some of them), a drawn set's positions and its
+    Jacobian at some of them."""
     first, _ = make_body("quadratic")
     moved = first.with_material(3.0, 1e-3, shift=(1.0, 0.5, 0.0))
     other, _ = make_body("quadratic", count=24)
     maps = [first, moved, other]
     stack = NeuralBodyStack(maps)
     torch.manual_seed(2)
+    stack.orientation = exp_so3(0.7 * torch.randn(3, 3, dtype=torch.float64))  # each row's R_ref, as each map's
+    for row, m in enumerate(maps):
+        m.orientation = stack.orientation[row:row + 1]
     q = stack.rest_coordinates() + 0.5 * torch.randn(3, stack.n_dof, dtype=torch.float64)
     q_dot = torch.randn_like(q)
     rest = torch.cat([m.mass_points[:, :6] for m in maps])
@@ -282,12 +304,13 @@ def test_a_stack_of_bodies_gives_each_body_its_own_dynamics():
     stack.attach("drawn", rest, output=True)
     index = torch.tensor([[5, 0], [1, 1], [3, 2]])
     together = (stack.mass_terms(q, q_dot), stack.potential(q), stack.potential_gradient(q), stack.potential_hessian(q),
-                stack.jacobian(q, "probe"), stack.jacobian(q, "probe", index), stack.embed(q, "drawn"), stack.flow(q))
+                stack.jacobian(q, "probe"), stack.jacobian(q, "probe", index), stack.embed(q, "drawn"),
+                stack.jacobian(q, "drawn", index), stack.flow(q))
     for row, m in enumerate(maps):
         mine, mine_dot = q[row:row + 1], q_dot[row:row + 1]
         alone = (m.mass_terms(mine, mine_dot), m.potential(mine), m.potential_gradient(mine), m.potential_hessian(mine),
                  m.jacobian(mine, "probe"), m.jacobian(mine, "probe", index[row:row + 1]), m.embed(mine, "drawn"),
-                 m.flow(mine))
+                 m.jacobian(mine, "drawn", index[row:row + 1]), m.flow(mine))
         for a, b in zip(together, alone):
             for x, y in zip(_tensors(a), _tensors(b)):
                 torch.testing.assert_close(x[row:row + 1], y, rtol=1e-10, atol=1e-12)
