@@ -257,6 +257,11 @@ class NeuralBodyMap(KinematicMap):
     def reduced_size(self) -> int:
         return self.n_dof - 6
 
+    @property
+    def has_fields(self) -> bool:
+        """Whether its point sets get quadratic fields (the expansion; the network gives none)."""
+        return self._skin(MASS)[1] is not None
+
     def attach(self, name, points, parts=None, output=False):
         """Each point follows the query points of its part: ``parts`` (P,) when known (the mesh's own
         vertices), else the part of its nearest mesh vertex.
@@ -447,10 +452,12 @@ class NeuralBodyMap(KinematicMap):
         images = []
         for model_points, blocks, rest in self._blocks(name):
             size = blocks[0][0].stop - blocks[0][0].start  # the blocks' rows
-            skins = [blocks[row // size][1] for row in rows.tolist()]
-            local = (rows % size).tolist()
-            picked = Skinning(torch.stack([s.index[i] for s, i in zip(skins, local)]),
-                              torch.stack([s.weight[i] for s, i in zip(skins, local)]))
+            block, local = rows // size, rows % size
+            picked = Skinning(blocks[0][1].index.new_empty(len(rows), blocks[0][1].index.shape[1]),
+                              blocks[0][1].weight.new_empty(len(rows), blocks[0][1].weight.shape[1]))
+            for b in block.unique().tolist():  # the blocks the picked points lie in
+                at = block == b
+                picked.index[at], picked.weight[at] = blocks[b][1].index[local[at]], blocks[b][1].weight[local[at]]
             images.append((model_points[rows], picked, rest[:, rows]))
         at = points[:, rows]
 
@@ -462,7 +469,7 @@ class NeuralBodyMap(KinematicMap):
         return forward_jacobian(q, embed)
 
     def mass_terms(self, q, q_dot):
-        if self._skin(MASS)[1] is None:
+        if not self.has_fields:
             return super().mass_terms(q, q_dot)
         r, r_s, r_ss_dot = self._expansion(MASS, q[:, 6:], q_dot[:, 6:])
         self._expanded = (q, r, r_s)  # the potential's gradient at the same q, next in a force evaluation
@@ -490,7 +497,7 @@ class NeuralBodyMap(KinematicMap):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
         u = y(s) - y(s_p), y(s) = xbar + Y s + 1/2 Z[s, s]; zero in the rigid coordinates. The network
         (exact) goes by autograd."""
-        if self._skin(MASS)[1] is None:
+        if not self.has_fields:
             return None
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
@@ -502,7 +509,7 @@ class NeuralBodyMap(KinematicMap):
     def potential_hessian(self, q):
         """With the quadratic expansion: d2V/ds2 = omega^2 (sum m ((Y + Z s)^T (Y + Z s) + u . Z)
         + 3 mu / S^4 (|s|^4 1 + 4 |s|^2 s s^T)); zero in the rigid coordinates."""
-        if self._skin(MASS)[1] is None:
+        if not self.has_fields:
             return None
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
@@ -588,7 +595,7 @@ class NeuralBodyStack(NeuralBodyMap):
 
     def __init__(self, maps: list[NeuralBodyMap]):
         KinematicMap.__init__(self)
-        if any(m.reduced_size != maps[0].reduced_size or m._skin(MASS)[1] is None for m in maps):
+        if any(m.reduced_size != maps[0].reduced_size or not m.has_fields for m in maps):
             raise ValueError("stacked maps have the quadratic expansion and the same number of coordinates")
         self.maps = maps
         count = max(m.mass_points.shape[1] for m in maps)
