@@ -832,66 +832,13 @@ class LagrangianSystem:
         """Newton's method on the implicit step's contact (implicit_change) for the systems (B, n, n)
         ``base`` dv = ``rhs`` plus the pairs' forces: returns dv, each pair's (spring's push (B, P), the
         normal force's other part (B, P), friction (B, P, 3)) and the dissipative generalized force
-        (B, n) they and the rolling resistance apply."""
-        b, count, n = pairs.along.shape
-        along, slide = pairs.along, pairs.slide.reshape(b, 3 * count, n)
-        drift = pairs.drift.reshape(b, 3 * count)
-        rubs, eps = bool((pairs.grip > 0).any()), self.env.friction_regularization
-
-        def outer(w, rows):  # sum_p w_p a_p a_p^T; a scene's rows span every body's coordinates and
-            if rows[0].numel() > 16384:  # most of its pairs are far from any surface: the acting ones only
-                acting = (w != 0).any(0)
-                w, rows = w[:, acting], rows[:, acting]
-            return (rows * w[..., None]).transpose(1, 2) @ rows
-
-        def forces_at(change, held=None):
-            """The pairs' forces at dv: (push, the normal force's other part, friction, the dissipative
-            generalized force, the spring's slope, the weights (on, holds, friction's)), the weights
-            taken at dv or ``held``."""
-            velocity = q_dot + change
-            ended = pairs.depth - h * ((along @ (q_dot + 0.5 * change)[..., None])[..., 0] - pairs.surface)
-            pushing, stiffening = _discrete_spring(pairs.spring, pairs.depth, ended)
-            normal_speed = (along @ velocity[..., None])[..., 0] - pairs.surface
-            on = (ended > 0).to(q_dot.dtype) if held is None else held[0]
-            damped = pairs.dashpot * on
-            holds = ((pushing - damped * normal_speed) > 0).to(q_dot.dtype) if held is None else held[1]
-            resist = torch.where(holds > 0, -damped * normal_speed, -pushing)  # the normal force never pulls:
-            resisting = (resist[:, None] @ along)[:, 0]  # where it would, none acts
-            friction, rubbing = torch.zeros(b, count, 3, dtype=q_dot.dtype), None
-            if rubs:  # f_t = -mu N t / s, s = sqrt(|t|^2 + eps^2), t the slip
-                slip = (slide @ velocity[..., None])[..., 0] - drift
-                if held is None:
-                    speed = torch.sqrt((slip.view(b, count, 3) ** 2).sum(-1) + eps**2)
-                    rubbing = (pairs.grip * on / speed).repeat_interleave(3, dim=1)
-                else:
-                    rubbing = held[2]
-                friction = -(rubbing * slip).view(b, count, 3)
-                resisting = resisting + (friction.reshape(b, 1, -1) @ slide)[:, 0]
-            if rolling is not None:
-                pressing = (pushing + resist).clamp(min=0.0).sum(-1)  # N (B,)
-                resisting = resisting - pressing[:, None] * (rolling[0] @ velocity[..., None])[..., 0]
-            return pushing, resist, friction, resisting, stiffening, (on, holds, rubbing)
-
-        going = torch.ones(b, 1, dtype=torch.bool)  # each body stops on its own, as it would alone
-        tolerance = FRICTION_TOLERANCE if rubs else NEWTON_TOLERANCE  # friction's reweighting converges linearly
-        for _ in range(NEWTON_ITERATIONS):
-            pushing, resist, friction, resisting, stiffening, held = forces_at(change)
-            on, holds, rubbing = held
-            tangent = base + h * outer(holds * (0.5 * h * stiffening + pairs.dashpot * on), along)
-            if rubs:  # friction's weight held in the tangent, reweighted at each iterate (IRLS)
-                tangent = tangent + h * outer(rubbing, slide)
-            if rolling is not None:
-                tangent = tangent + h * (pushing + resist).clamp(min=0.0).sum(-1)[:, None, None] * rolling[0]
-            residual = (base @ change[..., None])[..., 0] - rhs - h * ((pushing[:, None] @ along)[:, 0] + resisting)
-            correction = torch.where(going, self.solve(tangent, residual), 0.0)
-            change = change - correction
-            scale = tolerance * change.abs().amax(-1, keepdim=True).clamp(min=1e-300)
-            going = going & (correction.abs() > scale).any(-1, keepdim=True)
-            if not bool(going.any()):
-                break
-        # the forces the last solve took, at the dv it gave, so that the books hold what was applied
-        pushing, resist, friction, resisting = forces_at(change, held)[:4]
-        return change, (pushing, resist, friction), resisting
+        (B, n) they and the rolling resistance apply. In NumPy: a step iterates on a few small arrays,
+        where each torch call costs several times NumPy's."""
+        arrays = [t.numpy() for t in (base, rhs, change, q_dot)]
+        numeric = _Pairs(*(getattr(pairs, f.name).numpy() for f in dataclasses.fields(pairs)))
+        change, forces, resisting = _contact_newton(*arrays, numeric, h, self.env.friction_regularization,
+                                                    None if rolling is None else rolling[0].numpy())
+        return torch.from_numpy(change), tuple(map(torch.from_numpy, forces)), torch.from_numpy(resisting)
 
     def _coupled(self, q, q_dot, s: State, base, rhs, change, planes, jacobian, pairs: "_Pairs", h: float, start):
         """The implicit step of bodies that meet, as one system over all their coordinates (B n): a pair
@@ -1049,16 +996,17 @@ def _allowed(restitution, incoming):
 class _Pairs:
     """The contact pairs of an implicit step (LagrangianSystem._newton): rows n^T J (B, P, n) and
     (1 - n n^T) J (B, P, 3, n), start depth d_0 (B, P), the surface's normal (B, P) and tangential
-    (B, P, 3) velocity, spring and dashpot coefficients and mu N (B, P)."""
+    (B, P, 3) velocity, spring and dashpot coefficients and mu N (B, P); tensors, or their NumPy
+    arrays in ``_contact_newton``."""
 
-    along: torch.Tensor
-    slide: torch.Tensor
-    depth: torch.Tensor
-    surface: torch.Tensor
-    drift: torch.Tensor
-    spring: torch.Tensor
-    dashpot: torch.Tensor
-    grip: torch.Tensor
+    along: torch.Tensor | np.ndarray
+    slide: torch.Tensor | np.ndarray
+    depth: torch.Tensor | np.ndarray
+    surface: torch.Tensor | np.ndarray
+    drift: torch.Tensor | np.ndarray
+    spring: torch.Tensor | np.ndarray
+    dashpot: torch.Tensor | np.ndarray
+    grip: torch.Tensor | np.ndarray
 
 
 def _positive_part(matrix):
@@ -1076,17 +1024,107 @@ def _fitted_weight(x):
     return torch.where(small, 0.5 + x / 12, fitted)
 
 
+@np.errstate(invalid="ignore", over="ignore", divide="ignore")  # a diverged state's NaN: the rollout reports it
+def _contact_newton(base, rhs, change, q_dot, pairs: _Pairs, h: float, eps: float, rolling):
+    """LagrangianSystem._newton on NumPy arrays (float64): dv, (push, the normal force's other part,
+    friction) per pair and the dissipative generalized force. ``rolling`` (B, n, n) or None: the
+    rolling resistance's damping per newton of normal force."""
+    b, count, n = pairs.along.shape
+    along, slide = pairs.along, pairs.slide.reshape(b, 3 * count, n)
+    drift = pairs.drift.reshape(b, 3 * count)
+    rubs = bool((pairs.grip > 0).any())
+    apply = lambda rows, v: (rows @ v[..., None])[..., 0]  # (B, R, n) (B, n) -> (B, R)
+
+    def outer(w, rows):  # sum_p w_p a_p a_p^T; a scene's rows span every body's coordinates and
+        if rows[0].size > 16384:  # most of its pairs are far from any surface: the acting ones only
+            acting = (w != 0).any(0)
+            w, rows = w[:, acting], rows[:, acting]
+        return (rows * w[..., None]).transpose(0, 2, 1) @ rows
+
+    def forces_at(change, held=None):
+        """The pairs' forces at dv: (push, the normal force's other part, friction, the dissipative
+        generalized force, the spring's slope, the weights (on, holds, friction's)), the weights
+        taken at dv or ``held``."""
+        velocity = q_dot + change
+        ended = pairs.depth - h * (apply(along, q_dot + 0.5 * change) - pairs.surface)
+        pushing, stiffening = _discrete_spring(pairs.spring, pairs.depth, ended)
+        normal_speed = apply(along, velocity) - pairs.surface
+        on = (ended > 0).astype(q_dot.dtype) if held is None else held[0]
+        damped = pairs.dashpot * on
+        holds = ((pushing - damped * normal_speed) > 0).astype(q_dot.dtype) if held is None else held[1]
+        resist = np.where(holds > 0, -damped * normal_speed, -pushing)  # the normal force never pulls:
+        resisting = (resist[:, None] @ along)[:, 0]  # where it would, none acts
+        friction, rubbing = np.zeros((b, count, 3)), None
+        if rubs:  # f_t = -mu N t / s, s = sqrt(|t|^2 + eps^2), t the slip
+            slip = apply(slide, velocity) - drift
+            if held is None:
+                speed = np.sqrt((slip.reshape(b, count, 3) ** 2).sum(-1) + eps**2)
+                rubbing = np.repeat(pairs.grip * on / speed, 3, axis=1)
+            else:
+                rubbing = held[2]
+            friction = -(rubbing * slip).reshape(b, count, 3)
+            resisting = resisting + (friction.reshape(b, 1, -1) @ slide)[:, 0]
+        if rolling is not None:
+            pressing = np.clip(pushing + resist, 0.0, None).sum(-1)  # N (B,)
+            resisting = resisting - pressing[:, None] * apply(rolling, velocity)
+        return pushing, resist, friction, resisting, stiffening, (on, holds, rubbing)
+
+    going = np.ones((b, 1), dtype=bool)  # each body stops on its own, as it would alone
+    tolerance = FRICTION_TOLERANCE if rubs else NEWTON_TOLERANCE  # friction's reweighting converges linearly
+    for _ in range(NEWTON_ITERATIONS):
+        pushing, resist, friction, resisting, stiffening, held = forces_at(change)
+        on, holds, rubbing = held
+        tangent = base + h * outer(holds * (0.5 * h * stiffening + pairs.dashpot * on), along)
+        if rubs:  # friction's weight held in the tangent, reweighted at each iterate (IRLS)
+            tangent = tangent + h * outer(rubbing, slide)
+        if rolling is not None:
+            tangent = tangent + h * np.clip(pushing + resist, 0.0, None).sum(-1)[:, None, None] * rolling
+        residual = apply(base, change) - rhs - h * ((pushing[:, None] @ along)[:, 0] + resisting)
+        correction = np.where(going, _solve_regularized(tangent, residual), 0.0)
+        change = change - correction
+        scale = tolerance * np.maximum(np.abs(change).max(-1, keepdims=True), 1e-300)
+        going = going & (np.abs(correction) > scale).any(-1, keepdims=True)
+        if not going.any():
+            break
+    # the forces the last solve took, at the dv it gave, so that the books hold what was applied
+    pushing, resist, friction, resisting = forces_at(change, held)[:4]
+    return change, (pushing, resist, friction), resisting
+
+
+def _solve_regularized(matrix, rhs):
+    """LagrangianSystem.solve on NumPy arrays (B, n, n), (B, n): NaN for a body whose matrix is not
+    positive definite."""
+    n = matrix.shape[-1]
+    scale = np.trace(matrix, axis1=-2, axis2=-1) / n
+    regularized = matrix + MASS_REGULARIZATION * scale[:, None, None] * np.eye(n)
+    try:
+        lower = np.linalg.cholesky(regularized)
+    except np.linalg.LinAlgError:  # one of them is not: solve each alone
+        return np.stack([_solve_regularized(m[None], r[None])[0] if _definite(m) else np.full(n, np.nan)
+                         for m, r in zip(regularized, rhs)])
+    inner = np.linalg.solve(lower, rhs[..., None])
+    return np.linalg.solve(lower.transpose(0, 2, 1), inner)[..., 0]
+
+
+def _definite(matrix) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 def _discrete_spring(k, d0, d1):
     """The discrete gradient of a one-sided spring's energy 1/2 k d+^2 between depths d0 and d1 (B, P),
     g = k (d1+^2 - d0+^2) / (2 (d1 - d0)), so that g (d1 - d0) is the energy's change: k (d0 + d1) / 2
-    while both ends are compressed, 0 while neither is. Returns g and dg/dd1."""
-    p0, p1 = d0.clamp(min=0.0), d1.clamp(min=0.0)
+    while both ends are compressed, 0 while neither is. Returns g and dg/dd1 (NumPy arrays)."""
+    p0, p1 = np.maximum(d0, 0.0), np.maximum(d1, 0.0)
     both, either = (d0 > 0) & (d1 > 0), (d0 > 0) | (d1 > 0)
-    gap = torch.where(both | ~either, 1.0, d1 - d0)  # one end compressed: d1 - d0 is not 0
+    gap = np.where(both | ~either, 1.0, d1 - d0)  # one end compressed: d1 - d0 is not 0
     crossing = k * (p1 * p1 - p0 * p0) / (2 * gap)
     slope = k * (2 * p1 * gap - (p1 * p1 - p0 * p0)) / (2 * gap * gap)
-    force = torch.where(both, 0.5 * k * (p0 + p1), torch.where(either, crossing, 0.0))
-    return force, torch.where(both, 0.5 * k, torch.where(either, slope, 0.0))
+    force = np.where(both, 0.5 * k * (p0 + p1), np.where(either, crossing, 0.0))
+    return force, np.where(both, 0.5 * k, np.where(either, slope, 0.0))
 
 
 def _jt(jacobian, f):
