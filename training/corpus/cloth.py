@@ -1,4 +1,5 @@
-"""Cloth sequences: a sheet or open shell dropped or thrown onto the ground and simple obstacles."""
+"""Cloth sequences: a sheet or open shell dropped or thrown onto the ground and simple obstacles, or
+hanging from pins (a corner, two corners, an edge) over them."""
 
 import time
 
@@ -14,7 +15,10 @@ from training.shapes.solids import grid_surface
 from .conditions import FPS, FRAMES, describe, nudged, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
-GENERATOR = "cloth-blender-2"  # 2: frame 0 is the rest mesh when thrown (the run-up ends there)
+GENERATOR = "cloth-blender-3"  # 2: frame 0 is the rest mesh when thrown (the run-up ends there); 3: hanging from pins
+HANGING = 0.35  # share of the sequences that hang from pins
+HOLDS = ("corner", "two corners", "edge")
+EDGE_BAND = 0.05  # of the sheet's span: the vertices an edge hold takes, from its outermost one in
 INSIDE_TOLERANCE = 0.002  # m: a vertex deeper than this inside an obstacle counts as passing into it
 
 
@@ -25,13 +29,17 @@ def sample_cloth(seed: int, split: str, nudge: float = 0.0) -> Sequence:
     shape_seed = int(rng.integers(0, HELDOUT_SHAPES)) + (HELDOUT_SHAPES if split == "heldout" else 0)
     vertices, faces = random_cloth(np.random.default_rng(shape_seed))
     vertices = (vertices - vertices.mean(0)) @ _pose(rng).T
-    obstacles = _obstacles(rng, np.ptp(vertices[:, :2], axis=0).max())
+    span = np.ptp(vertices[:, :2], axis=0).max()
+    obstacles = _obstacles(rng, span)
     top = max([0.0] + [o["top"] for o in obstacles])
     vertices = vertices + [*rng.normal(0, 0.1, size=2), top + rng.uniform(0.05, 0.8) - vertices[:, 2].min()]
     material = _material(rng)
+    pins = _pins(rng, vertices, span) if rng.random() < HANGING else None
+    if pins is not None:  # held where the free part can fall by up to about its span before the ground
+        vertices = vertices + [0.0, 0.0, rng.uniform(0.3, 1.2) * span]
     conditions = Conditions(frames=FRAMES, fps=FPS, ground_height=0.0, mass=material.vertex_mass * len(vertices),
-                            velocity=(*rng.normal(0, 0.6, size=2), rng.uniform(-1.0, 1.0)) if rng.random() < 0.6
-                            else (0.0, 0.0, 0.0))
+                            velocity=(*rng.normal(0, 0.6, size=2), rng.uniform(-1.0, 1.0))
+                            if pins is None and rng.random() < 0.6 else (0.0, 0.0, 0.0), pins=pins)
     conditions = nudged(conditions, nudge)
     began = time.perf_counter()
     run = simulate_cloth(vertices, faces, material, conditions, colliders=[o["mesh"] for o in obstacles])
@@ -56,6 +64,21 @@ def _pose(rng):
         return random_orientation(rng)
     tilt = axis_rotation([*rng.normal(size=2), 0.0], rng.uniform(0, np.radians(60)))
     return tilt @ axis_rotation([0.0, 0.0, 1.0], rng.uniform(0, 2 * np.pi))
+
+
+def _pins(rng, vertices, span: float) -> list[int]:
+    """A hold (HOLDS) along a random horizontal direction d: the vertex furthest along d, the two
+    furthest along d +- e (e horizontal, across d: a tablecloth held at two corners) or every vertex
+    within EDGE_BAND of the span of the furthest along d (a flag on its pole)."""
+    hold = HOLDS[int(rng.integers(len(HOLDS)))]
+    heading = rng.uniform(0, 2 * np.pi)
+    d, e = np.array([np.cos(heading), np.sin(heading), 0.0]), np.array([-np.sin(heading), np.cos(heading), 0.0])
+    if hold == "corner":
+        return [int(np.argmax(vertices @ d))]
+    if hold == "two corners":
+        return sorted({int(np.argmax(vertices @ (d + e))), int(np.argmax(vertices @ (d - e)))})
+    along = vertices @ d
+    return np.flatnonzero(along >= along.max() - EDGE_BAND * span).tolist()
 
 
 def _material(rng) -> ClothMaterial:

@@ -20,8 +20,11 @@ and collides with any mesh. Its parameters are Blender's own (the Cloth panel's 
   so a material behaves as it does in Blender at the same frame rate;
 - the step: every frame is simulated in order with ``frame_set``, which is what bakes the cache.
 
-Not supported (clear errors): initial spin, point forces and pull, which Blender's cloth can only
-approximate with force fields and pin groups. Runs pinned to one core repeat to ~1e-5 m; with
+Pins (``Conditions.pins``) are Blender's own pin group: a vertex group of weight 1 named as the
+cloth's pin group, whose vertices stay where the mesh puts them (a tablecloth held at two corners, a
+flag on its pole). Not supported (clear errors): initial spin, point forces and pull, which Blender's
+cloth can only approximate with force fields and pin groups, a pinned sheet thrown (its run-up would
+pull the free part past the held one) and pins that move (``pin_path``). Runs pinned to one core repeat to ~1e-5 m; with
 several threads and colliders Blender drifts by millimetres between runs (research note).
 Each run starts from Blender's factory settings: call it in a process of its own (the corpus
 workers, a script), never inside an artist's Blender session.
@@ -38,6 +41,7 @@ from neurok_blender.core.mesh import check_mesh
 PREROLL = 3  # frames of run-up that give the cloth its initial velocity
 GROUND_SIZE = 100.0  # m across
 CLOTH_DISTANCE, COLLIDER_THICKNESS = 0.006, 0.004  # m: the cloth rests this far above a surface
+PIN_GROUP = "pins"  # the vertex group Blender's cloth holds in place (its Pin Group)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ def simulate_cloth(vertices, faces, material: ClothMaterial | None = None, condi
         raise ValueError("the cloth engine (Blender Cloth) cannot start a cloth spinning; set angular_velocity to 0")
     if conditions.forces or conditions.pull is not None:
         raise ValueError("the cloth engine (Blender Cloth) takes no point forces or pull; remove them")
+    if conditions.pins is not None and (np.any(conditions.velocity) or conditions.pin_path is not None):
+        raise ValueError("the cloth engine (Blender Cloth) holds pins where they are, from rest: "
+                         "set velocity to 0 and pin_path to None")
     velocity = np.asarray(conditions.velocity, dtype=np.float64)
     preroll = PREROLL if velocity.any() else 0
     acceleration = velocity * conditions.fps / max(preroll, 1) * _gravity_scale(conditions.fps)
@@ -119,6 +126,10 @@ def _run(vertices, faces, material, conditions, colliders, acceleration, preroll
     cloth = _mesh_object(scene, "cloth", vertices, faces)
     modifier = cloth.modifiers.new("Cloth", "CLOTH")
     _configure(modifier, material)
+    if conditions.pins is not None:
+        group = cloth.vertex_groups.new(name=PIN_GROUP)
+        group.add([int(i) for i in conditions.pins], 1.0, "REPLACE")
+        modifier.settings.vertex_group_mass = PIN_GROUP
     modifier.point_cache.frame_start, modifier.point_cache.frame_end = scene.frame_start, scene.frame_end
     obstacles = list(colliders)
     if conditions.ground_height is not None:
