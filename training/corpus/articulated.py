@@ -15,7 +15,7 @@ from training.shapes.geometry import axis_rotation, enclosed_volume, surface_dis
 from .conditions import describe, drop_height, nudged, random_conditions, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
-GENERATOR = "articulated-mujoco-5"  # 2: hinges on edges, swept ranges, overlap measured; 3: pull; 4: stable steps; 5: elliptic friction cone
+GENERATOR = "articulated-mujoco-6"  # 2: hinges on edges, swept ranges, overlap measured; 3: pull; 4: stable steps; 5: elliptic friction cone; 6: figures with limbs
 OVERLAP_EVERY = 6  # frames between part-overlap measurements
 
 

@@ -135,6 +135,36 @@ def chain(rng):
     return ArticulatedObject("chain", parts, joints)
 
 
+def figure(rng):
+    """A figure with limbs standing upright: a head that nods, arms that swing out at the shoulders and
+    bend at the elbows, legs that swing forward at the hips and bend back at the knees. Every hinge
+    runs along an edge of its child's face on its parent."""
+    height = rng.uniform(0.3, 1.0)
+    bulk, limb = rng.uniform(0.85, 1.15), rng.uniform(0.75, 1.25)  # torso and limb thickness over the average
+    tw, td, th = 0.30 * height * bulk, 0.16 * height * bulk, 0.32 * height
+    head = 0.14 * height
+    upper, lower = (0.08 * height * limb, 0.20 * height), (0.07 * height * limb, 0.18 * height)
+    thigh, shin = (0.11 * height * limb, 0.24 * height), (0.09 * height * limb, 0.22 * height)
+    hip = thigh[1] + shin[1]
+    top = hip + th
+    parts = [_part((tw, td, th), (0, 0, hip + th / 2)), _part((head, head, head), (0, 0, top + head / 2))]
+    joints = [_hinge(0, 1, [0, head / 2, top], [1, 0, 0], (-np.radians(60), np.radians(60)))]
+    for side in (-1, 1):
+        x = side * (tw / 2 + upper[0] / 2)  # the arm hangs against the torso's side
+        parts.append(_part((upper[0], upper[0], upper[1]), (x, 0, top - upper[1] / 2)))
+        joints.append(_hinge(0, len(parts) - 1, [side * tw / 2, 0, top], [0, 1, 0], (-np.pi, np.pi)))
+        elbow = top - upper[1]
+        parts.append(_part((lower[0], lower[0], lower[1]), (x, 0, elbow - lower[1] / 2)))
+        joints.append(_hinge(len(parts) - 2, len(parts) - 1, [x, lower[0] / 2, elbow], [1, 0, 0], (-np.pi, np.pi)))
+    for side in (-1, 1):
+        x = side * max(tw / 4, thigh[0] / 2 + 0.005 * height)  # the legs apart
+        parts.append(_part((thigh[0], thigh[0], thigh[1]), (x, 0, hip - thigh[1] / 2)))
+        joints.append(_hinge(0, len(parts) - 1, [x, thigh[0] / 2, hip], [1, 0, 0], (-np.pi, np.pi)))
+        parts.append(_part((shin[0], shin[0], shin[1]), (x, 0, shin[1] / 2)))
+        joints.append(_hinge(len(parts) - 2, len(parts) - 1, [x, -shin[0] / 2, shin[1]], [1, 0, 0], (-np.pi, np.pi)))
+    return ArticulatedObject("figure", parts, joints)
+
+
 def random_assembly(rng):
     """2 to 6 boxes, each hinged or slid onto a face of an earlier one at a random point and axis."""
     n = int(rng.integers(2, 7))
@@ -222,4 +252,5 @@ def _swept(builder):
 
 
 BUILDERS = {name: _swept(b) for name, b in {"laptop": laptop, "door": door, "scissors": scissors,
-                                           "eyeglasses": eyeglasses, "chain": chain, "assembly": random_assembly}.items()}
+                                           "eyeglasses": eyeglasses, "chain": chain, "figure": figure,
+                                           "assembly": random_assembly}.items()}
