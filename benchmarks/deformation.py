@@ -1,0 +1,127 @@
+"""Whether the learned coordinates carry the motion: the neural run's shape change against the reference's.
+
+    .venv/bin/python -m benchmarks.deformation CORPUS [--weights W ...] [--per-category 10] [--spread 3]
+                                                  [--categories cloth ...] [--wall-margin M]
+
+Each held-out sequence (shapes never trained on; those among obstacles left out, as in the fidelity
+table) is replayed with its own conditions and material (``training.evaluation.replay_conditions``).
+Per sequence: the peak shape change of the reference and of the neural run, the largest over the
+frames of the mean vertex distance to the rest shape after the best rigid alignment, over the
+bounding-box diagonal (``training.evaluation.shape_error``), their ratio, and the mean vertex error at
+0.5 s over the diagonal; and the same for the rigid solver (where the body goes without any
+deformation). Per category: the median ratio, how many ratios lie within [2/3, 1.5], the mean error
+at 0.5 s. Issue targets: the median ratio within [2/3, 1.5], the error at 0.5 s at most 0.05.
+Per weights: the held-out reconstruction on the validation batch ``training.train`` draws (posterior
+mean, over the diagonal, ``training.heldout_error``) against no deformation, and the posterior |s|
+of 96 training examples in the solver's reduced coordinates (``training.calibrate.latent_reach``)
+against its wall S (``neural.wall_radius`` at k_q = 10). Weights without calibrated materials (a
+fine-tune's) run with the shipped weights' materials, so that only the latent differs. ``--wall-margin``
+puts the solver's wall at sqrt(k_q) + M prior standard deviations instead of its own
+``neural.WALL_MARGIN`` (a measured alternative: a wall as far out as the posteriors lie).
+Writes benchmarks/results/deformation{_<categories>}.{json,md}.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import results_name, write_results
+from neurok_blender.core import NeuROK
+from neurok_blender.core.checkpoint import load_model, read_checkpoint
+from neurok_blender.core.neurok import WEIGHTS
+from neurok_blender.core import neural
+from neurok_blender.core.neural import wall_radius
+from neurok_blender.core.options import DEFORMABLE
+from training.calibrate import latent_reach
+from training.evaluation import errors_over_time, diagonal, pick_sequences, positive, replay_conditions, shape_error
+from training.heldout_error import heldout_error
+from training.train import load_corpus
+
+AT = 0.5  # s: the short horizon the trajectory error is read at
+WITHIN = (2 / 3, 1.5)  # the ratio of peak shape changes that counts as the reference's
+REACH_EXAMPLES = 96
+
+
+def with_materials(weights: Path) -> NeuROK:
+    """The model at ``weights`` with its own calibrated materials, or the shipped weights' when it has none."""
+    payload = read_checkpoint(weights)
+    if payload.get("materials"):
+        return NeuROK.load(weights)
+    return NeuROK(load_model(weights, "cpu"), NeuROK.load(WEIGHTS).materials, str(weights))
+
+
+def peak_shape_change(positions: np.ndarray, sequence) -> float:
+    size = diagonal(sequence)
+    return max(shape_error(frame, sequence.rest_vertices, size) for frame in positions)
+
+
+def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
+    conditions = replay_conditions(sequence, **changes)
+    positions = neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
+    at = min(int(round(AT * sequence.fps)), len(positions) - 1)
+    finite = bool(np.isfinite(positions).all())
+    reference, ours = peak_shape_change(sequence.positions, sequence), peak_shape_change(positions, sequence)
+    return {"shape": sequence.shape, "pinned": conditions.pins is not None, "finite": finite,
+            "reference_peak": reference, "neural_peak": ours, "ratio": ours / max(reference, 1e-12),
+            "error_at": float(errors_over_time(positions, sequence)[at])}
+
+
+def evaluate(weights: Path, corpus: Path, chosen: dict) -> dict:
+    began = time.perf_counter()
+    neurok = with_materials(weights)
+    error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
+    reach = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
+    rows = {category: [sequence_row(neurok, s) for s in sequences] for category, sequences in chosen.items()}
+    return {"weights": str(weights), "heldout_error": error, "no_deformation": still,
+            "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "rows": rows,
+            "seconds": time.perf_counter() - began}
+
+
+def tables(results: list[dict], rigid: dict) -> str:
+    lines = [f"| weights | held-out reconstruction | no deformation | posterior \\|s\\| 50 / 90 / 99 % (the wall at k_q = 10: {wall_radius(10):.1f}) |",
+             "|---|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['weights']} | {r['heldout_error']:.4f} | {r['no_deformation']:.4f} | "
+                     + " / ".join(f"{v:.1f}" for v in r["reach"]) + " |")
+    lines += ["", "| weights | category | sequences | reference peak (median) | neural peak (median) | ratio (median) "
+                  f"| ratio within [{WITHIN[0]:.2f}, {WITHIN[1]}] | error at {AT} s (mean) | non-finite |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, by_category in [(r["weights"], r["rows"]) for r in results] + [("rigid only", rigid)]:
+        for category, rows in by_category.items():
+            ratios = np.array([row["ratio"] for row in rows])
+            lines.append(
+                f"| {name} | {category} | {len(rows)} | "
+                f"{np.median([row['reference_peak'] for row in rows]):.4f} | {np.median([row['neural_peak'] for row in rows]):.4f} | "
+                f"{np.median(ratios):.2f} | {int(((ratios >= WITHIN[0]) & (ratios <= WITHIN[1])).sum())} of {len(rows)} | "
+                f"{np.mean([row['error_at'] for row in rows]):.3f} | {sum(not row['finite'] for row in rows)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--weights", type=Path, nargs="+", default=[WEIGHTS])
+    parser.add_argument("--per-category", type=positive, default=10)
+    parser.add_argument("--spread", type=positive, default=3, help="take every SPREAD-th usable held-out sequence")
+    parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE))
+    parser.add_argument("--wall-margin", type=float, default=None, help="the wall at sqrt(k_q) + this (default: the solver's)")
+    a = parser.parse_args()
+    if a.wall_margin is not None:
+        neural.WALL_MARGIN = a.wall_margin
+    chosen = {c: s for c, s in pick_sequences(a.corpus, "heldout", a.per_category, a.spread).items()
+              if c in a.categories and s}
+    if not chosen:
+        parser.error(f"{a.corpus} holds no usable held-out sequence of {', '.join(a.categories)}")
+    results = [evaluate(w, a.corpus, chosen) for w in a.weights]
+    rigid = {c: [sequence_row(with_materials(WEIGHTS), s, category="rigid", pull=None) for s in sequences]
+             for c, sequences in chosen.items()}  # where the body goes without any deformation
+    table = tables(results, rigid)
+    print(table)
+    name = results_name("deformation", a.categories) + ("" if a.wall_margin is None else f"_wall{a.wall_margin:g}")
+    write_results(name, table, corpus=str(a.corpus), wall_margin=neural.WALL_MARGIN, results=results, rigid=rigid)
+
+
+if __name__ == "__main__":
+    main()
