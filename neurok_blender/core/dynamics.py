@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
@@ -1092,26 +1093,17 @@ def _contact_newton(base, rhs, change, q_dot, pairs: _Pairs, h: float, eps: floa
 
 
 def _solve_regularized(matrix, rhs):
-    """LagrangianSystem.solve on NumPy arrays (B, n, n), (B, n): NaN for a body whose matrix is not
-    positive definite."""
+    """LagrangianSystem.solve on NumPy arrays (B, n, n), (B, n), by LAPACK's Cholesky factor and its
+    two triangular solves: NaN for a body whose matrix is not positive definite."""
     n = matrix.shape[-1]
     scale = np.trace(matrix, axis1=-2, axis2=-1) / n
     regularized = matrix + MASS_REGULARIZATION * scale[:, None, None] * np.eye(n)
-    try:
-        lower = np.linalg.cholesky(regularized)
-    except np.linalg.LinAlgError:  # one of them is not: solve each alone
-        return np.stack([_solve_regularized(m[None], r[None])[0] if _definite(m) else np.full(n, np.nan)
-                         for m, r in zip(regularized, rhs)])
-    inner = np.linalg.solve(lower, rhs[..., None])
-    return np.linalg.solve(lower.transpose(0, 2, 1), inner)[..., 0]
-
-
-def _definite(matrix) -> bool:
-    try:
-        np.linalg.cholesky(matrix)
-    except np.linalg.LinAlgError:
-        return False
-    return True
+    solution = np.full(rhs.shape, np.nan)
+    for body in range(len(matrix)):
+        factor, info = dpotrf(regularized[body], lower=1, clean=0)
+        if info == 0:
+            solution[body] = dpotrs(factor, rhs[body], lower=1)[0]
+    return solution
 
 
 def _discrete_spring(k, d0, d1):
