@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import results_name, write_results
-from neurok_blender.core import NeuROK
+from benchmarks import frame_at, results_name, write_results
+from neurok_blender.core import NeuROK, neural
 from neurok_blender.core.checkpoint import load_model, read_checkpoint
 from neurok_blender.core.neurok import WEIGHTS
-from neurok_blender.core import neural
 from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import latent_reach
@@ -60,7 +59,7 @@ def peak_shape_change(positions: np.ndarray, sequence) -> float:
 def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
     conditions = replay_conditions(sequence, **changes)
     positions = neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
-    at = min(int(round(AT * sequence.fps)), len(positions) - 1)
+    at = frame_at(AT, sequence.fps, len(positions))
     finite = bool(np.isfinite(positions).all())
     reference, ours = peak_shape_change(sequence.positions, sequence), peak_shape_change(positions, sequence)
     return {"shape": sequence.shape, "pinned": conditions.pins is not None, "finite": finite,
@@ -74,9 +73,15 @@ def evaluate(weights: Path, corpus: Path, chosen: dict) -> dict:
     error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
     reach = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
     rows = {category: [sequence_row(neurok, s) for s in sequences] for category, sequences in chosen.items()}
-    return {"weights": str(weights), "heldout_error": error, "no_deformation": still,
+    return {"weights": _label(weights), "heldout_error": error, "no_deformation": still,
             "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "rows": rows,
             "seconds": time.perf_counter() - began}
+
+
+def _label(weights: Path) -> str:
+    """The weights' path from the working folder (the repository's root), or their name: no machine's path."""
+    path = Path(weights).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else path.name
 
 
 def tables(results: list[dict], rigid: dict) -> str:
@@ -115,7 +120,8 @@ def main():
     if not chosen:
         parser.error(f"{a.corpus} holds no usable held-out sequence of {', '.join(a.categories)}")
     results = [evaluate(w, a.corpus, chosen) for w in a.weights]
-    rigid = {c: [sequence_row(with_materials(WEIGHTS), s, category="rigid", pull=None) for s in sequences]
+    shipped = NeuROK.load(WEIGHTS)
+    rigid = {c: [sequence_row(shipped, s, category="rigid", pull=None) for s in sequences]
              for c, sequences in chosen.items()}  # where the body goes without any deformation
     table = tables(results, rigid)
     print(table)
