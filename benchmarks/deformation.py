@@ -3,8 +3,8 @@
     .venv/bin/python -m benchmarks.deformation CORPUS [--weights W ...] [--per-category 10] [--spread 3]
                                                   [--categories cloth ...] [--wall-margin M]
 
-Each held-out sequence (shapes never trained on; those among obstacles left out, as in the fidelity
-table) is replayed with its own conditions and material (``training.evaluation.replay_conditions``).
+Each held-out sequence (shapes never trained on) is replayed with its own conditions and material
+(``training.evaluation.replay_conditions``; a cloth sequence's obstacles as colliders).
 Per sequence: the peak shape change of the reference and of the neural run, the largest over the
 frames of the mean vertex distance to the rest shape after the best rigid alignment, over the
 bounding-box diagonal (``training.evaluation.shape_error``), their ratio, and the mean vertex error at

@@ -24,7 +24,7 @@ from training.corpus.conditions import conditions_of
 
 def drift(neurok: NeuROK, sequence, seconds: float) -> dict:
     conditions = conditions_of(sequence, category=sequence.category, damping=0.0, plasticity=0.0, drag=0.0,
-                               forces=[], ground_height=None, frames=int(seconds * sequence.fps) + 1)
+                               forces=[], ground_height=None, colliders=[], frames=int(seconds * sequence.fps) + 1)
     began = time.perf_counter()
     try:
         result = neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions)

@@ -10,14 +10,14 @@ the same rest mesh, conditions and material (as stiffness, damping and plasticit
 - neural: the learned coordinates with the Euler-Lagrange equation (the product's default);
 - rigid only: the same engine without deformation coordinates;
 - initial conditions only: the neural solver as in the paper's setting, without the pushes and
-  without the ground (velocities and pull-and-release still apply);
+  without the ground and obstacles (velocities and pull-and-release still apply);
 - no Lagrangian: the same latent space without the equation of motion (the rigid solver's pose, the
   latent relaxing from the pull as a free damped oscillation).
 Reported per category and overall: mean vertex error over the bounding-box diagonal at 0.5 s, 1 s
 and 2 s, and Chamfer-L1 (shapes in diagonal units) at 2 s, each over the sequences every variant
 finished (a failed run is counted, and its sequence left out of every mean), and the paired difference
-neural minus rigid only at 2 s with its standard error and how often neural is the closer. Cloth runs
-with obstacles are left out (the solver has none). Writes benchmarks/results/neural_fidelity.{json,md},
+neural minus rigid only at 2 s with its standard error and how often neural is the closer. A cloth
+run's obstacles are colliders (``training.corpus.conditions.conditions_of``). Writes benchmarks/results/neural_fidelity.{json,md},
 a plot of the error over time, neural_fidelity.png, and PICTURES/side_by_side_<category>.jpg: the
 first three held-out sequences of each category, reference frames at 0, 0.5, 1 and 2 s above the
 neural ones. With ``--categories`` (a closer look at some, with more sequences) it writes
@@ -60,7 +60,7 @@ def replay(neurok: NeuROK, sequence, variant: str) -> np.ndarray:
     if variant == "rigid only":
         changes.update(category="rigid", pull=None)
     if variant == "initial conditions only":
-        changes.update(forces=[], ground_height=None)
+        changes.update(forces=[], ground_height=None, colliders=[])
     conditions = replay_conditions(sequence, **changes)
     vertices = sequence.rest_vertices.astype(np.float64)
     if variant == "no Lagrangian":

@@ -29,8 +29,6 @@ def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7)
             c = sequence.category
             if c not in DEFORMABLE or len(chosen[c]) >= per_category or not usable(sequence):
                 continue
-            if sequence.conditions.get("obstacles"):  # the neural solver knows no obstacles
-                continue
             seen[c] += 1
             if (seen[c] - 1) % spread == 0:
                 chosen[c].append(sequence)

@@ -1,13 +1,14 @@
 """The cloth reference simulator (Blender Cloth through bpy) on small sheets."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
 from neurok_blender.core import Conditions, Force, Pull
 from training.corpus.cloth import sample_cloth
-from training.corpus.conditions import conditions_of
+from training.corpus.conditions import conditions_of, describe
 from training.reference.cloth import ClothMaterial, simulate_cloth
 from neurok_blender.core.mesh import loose_parts
 from training.shapes.sheets import lattice_sheet, random_cloth
@@ -110,6 +111,25 @@ def test_some_cloth_sequences_hang_from_pins_that_replay():
     np.testing.assert_allclose(held, np.broadcast_to(sequence.rest_vertices[pins], held.shape), atol=1e-4)
     assert sequence.checks["finite"] and np.allclose(sequence.conditions["velocity"], 0.0)
     assert (sequence.positions[-1, :, 2] < sequence.rest_vertices[:, 2].min() - 0.05).any()  # it fell from them
+
+
+def test_a_sequences_obstacles_replay_as_colliders_where_the_reference_had_them():
+    from types import SimpleNamespace
+
+    from training.corpus.cloth import _obstacles
+    from training.corpus.sequence import to_json
+
+    obstacles = [o for seed in range(6) for o in _obstacles(np.random.default_rng(seed), 0.8)]
+    assert {o["kind"] for o in obstacles} == {"sphere", "box"}
+    described = [{k: v for k, v in o.items() if k != "mesh"} for o in obstacles]
+    stored = json.loads(to_json({"obstacles": described}))["obstacles"]  # as a corpus keeps them
+    sequence = SimpleNamespace(conditions={**describe(Conditions(friction=0.3)), "obstacles": stored})
+    colliders = conditions_of(sequence).colliders
+    assert len(colliders) == len(obstacles)
+    for collider, obstacle in zip(colliders, obstacles):
+        np.testing.assert_allclose(collider.vertices, obstacle["mesh"][0], atol=1e-12)
+        np.testing.assert_array_equal(collider.faces, obstacle["mesh"][1])
+        assert collider.friction == 0.3 and collider.closed
 
 
 def test_cloth_sequences_are_deterministic_from_the_seed():

@@ -6,13 +6,11 @@ import time
 import numpy as np
 
 from neurok_blender.core import Conditions
-from neurok_blender.core.mesh import box_mesh
 from training.reference.cloth import ClothMaterial, simulate_cloth
 from training.shapes.geometry import axis_rotation
 from training.shapes.sheets import random_cloth
-from training.shapes.solids import grid_surface
 
-from .conditions import FPS, FRAMES, describe, nudged, random_orientation
+from .conditions import FPS, FRAMES, describe, nudged, obstacle_mesh, random_orientation
 from .sequence import HELDOUT_SHAPES, SPLIT_STREAM, Sequence
 
 GENERATOR = "cloth-blender-3"  # 2: frame 0 is the rest mesh when thrown (the run-up ends there); 3: hanging from pins
@@ -100,17 +98,13 @@ def _obstacles(rng, span: float) -> list[dict]:
         center = rng.normal(0, 0.15 * span, size=2)
         if rng.random() < 0.5:
             radius = rng.uniform(0.15, 0.4) * span
-            u, v, faces = grid_surface(16, 24)
-            unit = np.stack([np.cos(u), np.sin(u) * np.cos(v), np.sin(u) * np.sin(v)], 1)
-            middle = np.array([*center, radius])
-            obstacles.append({"kind": "sphere", "center": middle, "radius": radius, "top": 2 * radius,
-                              "mesh": (middle + radius * unit, faces)})
+            obstacles.append({"kind": "sphere", "center": np.array([*center, radius]), "radius": radius,
+                              "top": 2 * radius})
         else:
             size = np.array([*rng.uniform(0.2, 0.6, size=2) * span, rng.uniform(0.05, 0.5) * span])
-            corner = np.array([*(center - size[:2] / 2), 0.0])
-            obstacles.append({"kind": "box", "corner": corner, "size": size, "top": float(size[2]),
-                              "mesh": box_mesh(tuple(size), tuple(corner))})
-    return obstacles
+            obstacles.append({"kind": "box", "corner": np.array([*(center - size[:2] / 2), 0.0]), "size": size,
+                              "top": float(size[2])})
+    return [{**o, "mesh": obstacle_mesh(o)} for o in obstacles]
 
 
 def _inside_fraction(positions, obstacles) -> float:

@@ -4,7 +4,10 @@ import dataclasses
 
 import numpy as np
 
-from neurok_blender.core import Conditions, Force, Pull
+from neurok_blender.core import Collider, Conditions, Force, Pull
+from neurok_blender.core.mesh import box_mesh
+from training.reference.cloth import COLLIDER_THICKNESS
+from training.shapes.solids import grid_surface
 
 FRAMES, FPS = 60, 24.0
 
@@ -62,17 +65,31 @@ SOLVER_SETTINGS = ("integrator", "substeps", "expansion")  # how we integrate, n
 
 
 def conditions_of(sequence, **changes) -> Conditions:
-    """The Conditions a sequence was made with (``describe``'s inverse), with ``changes`` applied;
-    fields only the reference knows (cloth obstacles) are left out, and so are our solver's own
-    settings stored with it (a corpus made when RK4 was the default replayed its sequences with RK4)."""
+    """The Conditions a sequence was made with (``describe``'s inverse), with ``changes`` applied: a
+    cloth sequence's obstacles as colliders (``obstacle_mesh``, Blender's outer thickness, the ground's
+    friction), and none of our solver's own settings stored with it (a corpus made when RK4 was the
+    default replayed its sequences with RK4)."""
     d = {k: v for k, v in sequence.conditions.items()
          if k in Conditions.__dataclass_fields__ and k not in SOLVER_SETTINGS}
+    d["colliders"] = [Collider(*obstacle_mesh(o), friction=d.get("friction", Conditions.friction),
+                               thickness=COLLIDER_THICKNESS, name=o["kind"])
+                      for o in sequence.conditions.get("obstacles") or []]
     d["forces"] = [Force(**f) for f in d.get("forces", [])]
     d["restitution"] = None  # every reference's ground is dead, whatever a stored corpus says (0.0)
     d["pull"] = Pull(**d["pull"]) if d.get("pull") else None
     for name in ("gravity", "velocity", "angular_velocity"):
         d[name] = tuple(d[name])
     return Conditions(**{**d, **changes})
+
+
+def obstacle_mesh(obstacle: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles of an obstacle as a cloth sequence describes it: a sphere ("center", "radius") or a
+    box standing on the ground ("corner", "size")."""
+    if obstacle["kind"] == "sphere":
+        u, v, faces = grid_surface(16, 24)
+        unit = np.stack([np.cos(u), np.sin(u) * np.cos(v), np.sin(u) * np.sin(v)], 1)
+        return np.asarray(obstacle["center"], dtype=np.float64) + obstacle["radius"] * unit, faces
+    return box_mesh(tuple(obstacle["size"]), tuple(obstacle["corner"]))
 
 
 def describe(conditions: Conditions) -> dict:
