@@ -43,12 +43,11 @@ WITHIN = (2 / 3, 1.5)  # the ratio of peak shape changes that counts as the refe
 REACH_EXAMPLES = 96
 
 
-def with_materials(weights: Path) -> NeuROK:
-    """The model at ``weights`` with its own calibrated materials, or the shipped weights' when it has none."""
-    payload = read_checkpoint(weights)
-    if payload.get("materials"):
+def with_materials(weights: Path, fallback: dict) -> NeuROK:
+    """The model at ``weights`` with its own calibrated materials, or ``fallback`` when it has none."""
+    if read_checkpoint(weights).get("materials"):
         return NeuROK.load(weights)
-    return NeuROK(load_model(weights, "cpu"), NeuROK.load(WEIGHTS).materials, str(weights))
+    return NeuROK(load_model(weights, "cpu"), fallback, str(weights))
 
 
 def peak_shape_change(positions: np.ndarray, sequence) -> float:
@@ -67,9 +66,9 @@ def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
             "error_at": float(errors_over_time(positions, sequence)[at])}
 
 
-def evaluate(weights: Path, corpus: Path, chosen: dict) -> dict:
+def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict) -> dict:
     began = time.perf_counter()
-    neurok = with_materials(weights)
+    neurok = with_materials(weights, fallback)
     error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
     reach = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
     rows = {category: [sequence_row(neurok, s) for s in sequences] for category, sequences in chosen.items()}
@@ -119,8 +118,8 @@ def main():
               if c in a.categories and s}
     if not chosen:
         parser.error(f"{a.corpus} holds no usable held-out sequence of {', '.join(a.categories)}")
-    results = [evaluate(w, a.corpus, chosen) for w in a.weights]
     shipped = NeuROK.load(WEIGHTS)
+    results = [evaluate(w, a.corpus, chosen, shipped.materials) for w in a.weights]
     rigid = {c: [sequence_row(shipped, s, category="rigid", pull=None) for s in sequences]
              for c, sequences in chosen.items()}  # where the body goes without any deformation
     table = tables(results, rigid)

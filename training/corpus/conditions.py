@@ -1,4 +1,5 @@
-"""Random physical conditions shared by the solid categories: pose, drop, throw, push, pull, mass."""
+"""Random physical conditions shared by the solid categories (pose, drop, throw, push, pull, mass), and
+a stored sequence's conditions as the solver replays them (``conditions_of``)."""
 
 import dataclasses
 
