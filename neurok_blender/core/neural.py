@@ -41,6 +41,19 @@ friction slider) to its yield surface. The energy the springs lose that way is d
 energy balance still closes. A body that never yields (e_y None) is the elastic one above.
 The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
 
+Inertia floor (selective mass scaling): the decoder moves some reduced directions hardly at all, with
+rest masses (eigenvalues lambda_e of M_ss = Y^T m Y) a thousand times below mu, yet the wall holds them
+with mu's stiffness, so there it rings sqrt(mu / lambda_e) times faster than in an average direction
+(a jelly half over a ledge: 2,000 rad/s at |s| = 4.4 against omega = 200), and a load that touches
+them sets s racing at thousands of standard deviations a second, which the steps must follow
+(trajectory.latent_substeps). Each such direction gets the inertia MASS_FLOOR mu:
+
+    T = 1/2 sum m |x_dot|^2 + 1/2 s_dot^T A s_dot,   A = V diag(max(0, MASS_FLOOR mu - lambda_e)) V^T
+
+(M_ss = V diag(lambda) V^T at rest), a constant matrix, so the equations of motion keep their form and
+energy stays conserved; directions that move at least MASS_FLOOR mu are left as they are, and the centre
+of mass and the momenta do not see A (the deformation does not move the centre of mass).
+
 Mirror planes: the decoder and its surface samples are not mirror-symmetric, so on a symmetric body
 its modes are lopsided, and a flat landing excites them unevenly (unequal contact masses put the
 pressure off centre: the body tilts; friction on unequal slip: it drifts and turns). A body with the
@@ -81,6 +94,7 @@ from .skinning import Skinning, deform, moved_by, query_motions, skinning
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
+MASS_FLOOR = 0.25  # of mu: the least inertia of a reduced direction (module docstring), so its wall rings at most twice as fast
 RETURN_ITERATIONS = 3  # of the plastic return to the yield surface (flow)
 CONDENSE_TOLERANCE = 1e-12  # singular values below this share of the largest carry no mass point
 ATTACHED_KEPT = 16  # point sets a build keeps skinned for its maps (a live grab attaches one each)
@@ -90,6 +104,14 @@ _ATTACHING = threading.Lock()  # Blender solves on a thread while live mode may 
 def wall_radius(reduced_size: int) -> float:
     """S: where the wall takes over, the edge of the prior's typical set in k_q dimensions."""
     return float(np.sqrt(reduced_size)) + WALL_MARGIN
+
+
+def inertia_floor(rest_mass, mean_mass):
+    """A = V diag(max(0, MASS_FLOOR mu - lambda)) V^T (B, k, k) for M_ss = V diag(lambda) V^T (B, k, k) and
+    mu (B,): the inertia that lifts every direction of M_ss to at least MASS_FLOOR mu (module docstring)."""
+    eigenvalues, vectors = torch.linalg.eigh(rest_mass)
+    lift = (MASS_FLOOR * mean_mass[:, None] - eigenvalues).clamp(min=0.0)
+    return vectors @ (lift[..., None] * vectors.transpose(-1, -2))
 
 
 class DecoderMotions:
@@ -183,7 +205,9 @@ class NeuralBodyMap(KinematicMap):
         self.attach(MASS, self.mass_points)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
-        self.wall_mass = (self.masses[..., None, None] * self.rest_motion**2).sum((1, 2, 3)) / max(k, 1)
+        rest_mass = torch.einsum("bpik,bp,bpil->bkl", self.rest_motion, self.masses, self.rest_motion)  # M_ss at rest
+        self.wall_mass = rest_mass.diagonal(dim1=-2, dim2=-1).sum(-1) / max(k, 1)
+        self.mass_floor = inertia_floor(rest_mass, self.wall_mass)
         self.wall_radius = wall_radius(k)
         self.yield_strain = yield_strain
         self.gyration = torch.sqrt(torch.einsum("p,pk,pk->", m, arms, arms) / m.sum())  # |xbar - c|_m
@@ -469,11 +493,15 @@ class NeuralBodyMap(KinematicMap):
         return forward_jacobian(q, embed)
 
     def mass_terms(self, q, q_dot):
+        """The mass points' sums plus the inertia floor A on the reduced coordinates (module docstring)."""
         if not self.has_fields:
-            return super().mass_terms(q, q_dot)
-        r, r_s, r_ss_dot = self._expansion(MASS, q[:, 6:], q_dot[:, 6:])
-        self._expanded = (q, r, r_s)  # the potential's gradient at the same q, next in a force evaluation
-        return posed_mass_terms(self.orientation, q, q_dot, self.masses, r, r_s, r_ss_dot)
+            terms = super().mass_terms(q, q_dot)
+        else:
+            r, r_s, r_ss_dot = self._expansion(MASS, q[:, 6:], q_dot[:, 6:])
+            self._expanded = (q, r, r_s)  # the potential's gradient at the same q, next in a force evaluation
+            terms = posed_mass_terms(self.orientation, q, q_dot, self.masses, r, r_s, r_ss_dot)
+        floor = torch.nn.functional.pad(self.mass_floor, (6, 0, 6, 0))
+        return dataclasses.replace(terms, mass_matrix=terms.mass_matrix + floor)
 
     def set_plastic_rest(self, s_p):
         """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
@@ -609,6 +637,7 @@ class NeuralBodyStack(NeuralBodyMap):
         self.yield_strain = None if all(m.yield_strain is None for m in maps) else torch.tensor(
             [math.inf if m.yield_strain is None else m.yield_strain for m in maps], dtype=self.dtype)
         self.wall_mass = torch.cat([m.wall_mass for m in maps])
+        self.mass_floor = torch.cat([m.mass_floor for m in maps])
         self.wall_radius = maps[0].wall_radius
         self.gyration = torch.stack([m.gyration for m in maps])
         self._extent = torch.cat([m.extent for m in maps])

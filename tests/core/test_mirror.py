@@ -183,7 +183,7 @@ def test_a_box_dropped_flat_lands_without_drifting_or_turning(model):
     group = find_mirrors(v)
     kmap, trajectory = drop(model, v, f, group, frames=9)
     translation, rotation = trajectory.pose["translation"][:, 0], trajectory.pose["rotation"][:, 0]
-    assert translation[:, 2].min() < v[:, 2].mean() - 0.05  # it came down ...
+    assert translation[:, 2].min() < v[:, 2].mean() - 0.04  # it came down (3 cm to the ground) ...
     assert np.abs(trajectory.coordinates[:, 0, 6:]).max() > 0.05  # ... and the landing deformed it
     np.testing.assert_allclose(translation[:, :2], np.broadcast_to(group.center[:2], translation[:, :2].shape),
                                atol=1e-8, rtol=0)  # the centre of mass on the planes' vertical axis

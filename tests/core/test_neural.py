@@ -9,7 +9,7 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.options import EXPANSIONS
-from neurok_blender.core.neural import NeuralBodyMap, NeuralBodyStack
+from neurok_blender.core.neural import MASS_FLOOR, NeuralBodyMap, NeuralBodyStack, inertia_floor
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.surface import sample_surface
@@ -54,14 +54,34 @@ def test_the_rest_coordinates_give_the_rest_shape_and_the_jacobian_its_derivativ
     assert jac[..., 6:].abs().max() > 1e-3  # the latent really moves the points
 
 
+def test_the_inertia_floor_lifts_only_the_directions_that_move_too_little_mass():
+    """M_ss + A has the eigenvectors of M_ss, each eigenvalue max(lambda, MASS_FLOOR mu); on the
+    random decoder's box the floor lifts its least massive direction and leaves its heaviest alone."""
+    rotation = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))[0]
+    eigenvalues = torch.tensor([1e-6, 0.5, 2.0, 5.0], dtype=torch.float64)
+    rest = rotation @ torch.diag(eigenvalues) @ rotation.T
+    mu = eigenvalues.mean()
+    lifted = torch.linalg.eigh(rest + inertia_floor(rest[None], mu[None])[0])
+    torch.testing.assert_close(lifted.eigenvalues, eigenvalues.clamp(min=MASS_FLOOR * mu))
+    torch.testing.assert_close((lifted.eigenvectors.T @ rotation).abs(), torch.eye(4, dtype=torch.float64))
+    kmap, _ = make_body("quadratic")
+    at_rest = kmap.mass_terms(kmap.rest_coordinates(), torch.zeros(1, kmap.n_dof, dtype=torch.float64)).mass_matrix[0, 6:, 6:]
+    bare = torch.linalg.eigvalsh(at_rest - kmap.mass_floor[0])
+    floored = torch.linalg.eigvalsh(at_rest)
+    assert bare[0] < MASS_FLOOR * kmap.wall_mass[0] <= bare[-1]  # this decoder has both kinds
+    torch.testing.assert_close(floored, bare.clamp(min=float(MASS_FLOOR * kmap.wall_mass[0])))
+
+
 def test_body_frame_mass_sums_match_forward_mode():
     """The learned map's closed-form MassTerms (rigid.posed_mass_terms on its quadratic field) and
-    Jacobian against nested forward-mode products through its ``embed``, turned, moved and deformed."""
+    Jacobian against nested forward-mode products through its ``embed``, turned, moved and deformed;
+    its mass matrix carries the inertia floor A on top of the mass points' sums."""
     kmap, _ = make_body("quadratic")
     torch.manual_seed(4)
     q = kmap.rest_coordinates() + 0.4 * torch.randn(1, kmap.n_dof, dtype=torch.float64)
     q_dot = torch.randn_like(q)
     closed, generic = kmap.mass_terms(q, q_dot), KinematicMap.mass_terms(kmap, q, q_dot)
+    closed.mass_matrix[:, 6:, 6:] -= kmap.mass_floor
     for field in ("mass_matrix", "quadratic", "kinetic_gradient", "moment"):
         torch.testing.assert_close(getattr(closed, field), getattr(generic, field), rtol=1e-10, atol=1e-10)
     for closed, generic in zip(kmap.jacobian(q, MASS), KinematicMap.jacobian(kmap, q, MASS)):

@@ -234,8 +234,10 @@ def test_a_body_that_yields_rolls_against_its_footprint_and_one_that_never_yield
     plain = dataclasses.replace(neurok.materials["continuum"], rolling_resistance=0.0)
     free = NeuROK(neurok.model, {**neurok.materials, "continuum": plain}).simulate(v, f, Conditions(**common))
     assert free.pose["translation"][-1, 0] - free.pose["translation"][0, 0] > 2 * rolled[1.0]
-    for result in runs.values():  # the torque's work is booked as dissipated
-        assert np.abs(result.energy["balance"]).max() < 0.01 * result.energy["total"][0]
+    for result in runs.values():  # the torque's work is booked as dissipated: unbooked, the balance
+        # would be off by the half of the energy the roll loses; the integration's own error on this
+        # decoder (|s| up to 5) is 0.3-2 % of it
+        assert np.abs(result.energy["balance"]).max() < 0.03 * result.energy["total"][0]
 
 
 def test_a_rigid_body_lands_with_a_deforming_ones_contact(neurok):
