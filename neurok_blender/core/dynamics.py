@@ -1011,9 +1011,11 @@ class _Pairs:
 
 
 def _positive_part(matrix):
-    """The symmetric matrices (B, n, n) with their negative eigenvalues set to zero."""
-    values, vectors = torch.linalg.eigh(matrix)
-    return (vectors * values.clamp(min=0.0)[:, None, :]) @ vectors.transpose(1, 2)
+    """The symmetric matrices (B, n, n) with their negative eigenvalues set to zero; NaN for one that is
+    not finite (a diverged state, which the rollout reports with its frame; eigh would raise)."""
+    finite = torch.isfinite(matrix).all(-1).all(-1)[:, None, None]
+    values, vectors = torch.linalg.eigh(torch.where(finite, matrix, 0.0))
+    return torch.where(finite, (vectors * values.clamp(min=0.0)[:, None, :]) @ vectors.transpose(1, 2), torch.nan)
 
 
 def _fitted_weight(x):

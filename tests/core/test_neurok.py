@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from neurok_blender.core import Conditions, Force, Pull
+from neurok_blender.core import Conditions, Force, Pull, SimulationError
 from neurok_blender.core.category import resolve_category
 from neurok_blender.core.checkpoint import save_checkpoint
 from neurok_blender.core.mesh import box_mesh
@@ -385,3 +385,12 @@ def test_a_pinned_soft_body_hangs_from_its_pin(neurok):
     assert np.linalg.norm(result.positions[:, 0] - v[0], axis=1).max() < 0.03 * np.linalg.norm(np.ptp(v, 0))
     assert np.linalg.norm(result.positions[-1] - v, axis=1).max() > 0.1  # it swung down
     assert np.abs(result.pose["reduced"]).max() > 1e-3  # and bent
+
+
+def test_a_diverging_learned_body_stops_and_names_the_frame(neurok):
+    """A learned body blown apart on the ground reports its frame as a rigid one does, not the linear
+    algebra's error from the state gone NaN (the implicit step's positive part of its Hessian)."""
+    v, f = box_mesh((0.3, 0.3, 0.3))
+    huge = Force((1e100, 0.0, 0.0), point=(0.0, 0.0, 0.0), start_frame=3, end_frame=4)
+    with pytest.raises(SimulationError, match="between frames 3 and 4"):
+        neurok.simulate(v, f, Conditions(frames=8, forces=[huge], ground_height=0.0, category="elastic"))
