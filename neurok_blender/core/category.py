@@ -10,7 +10,7 @@ A continuum body (snow, clay, sand) looks like a solid: it is never guessed.
 
 import numpy as np
 
-from .mesh import bbox_diagonal, loose_parts, tetrahedron_volumes, triangle_areas, undirected_edges
+from .mesh import bbox_diagonal, cross, loose_parts, tetrahedron_volumes, triangle_areas, undirected_edges
 
 HOLE_SHARE = 0.05  # of the surface area: a solid modelled with small openings stays a solid
 PART_SHARE = 0.2  # of the volume: a part that small (eyes, a handle) rides on the main one
@@ -58,5 +58,5 @@ def hole_area(vertices: np.ndarray, faces: np.ndarray) -> float:
         return 0.0
     loops = loose_parts(np.column_stack([boundary, boundary[:, 1]]), len(vertices))[boundary[:, 0]]
     vector_areas = np.zeros((loops.max() + 1, 3))
-    np.add.at(vector_areas, loops, 0.5 * np.cross(vertices[boundary[:, 0]], vertices[boundary[:, 1]]))
+    np.add.at(vector_areas, loops, 0.5 * cross(vertices[boundary[:, 0]], vertices[boundary[:, 1]]))
     return float(np.linalg.norm(vector_areas, axis=1).sum())

@@ -90,7 +90,7 @@ from .options import EXPANSIONS
 from .reduction import Subspace
 from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
-from .skinning import Skinning, deform, moved_by, query_motions, skinning
+from .skinning import DRAWN_DTYPE, Skinning, deform, moved_by, query_motions, skinning
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
@@ -322,13 +322,15 @@ class NeuralBodyMap(KinematicMap):
             model_points = (image.numpy() - self.shape.center) / self.shape.scale
             image_parts = parts if parts is not None and index == 0 else \
                 nearest_parts(model_points, self.shape)
-            points_t = torch.as_tensor(model_points, dtype=self.dtype)
+            points_t = torch.as_tensor(model_points, dtype=DRAWN_DTYPE if output else self.dtype)
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
             with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
-                if output:  # drawn only: blended by a sparse product a block of rows a frame
+                if output:  # drawn only: blended by a sparse product a block of rows a frame, in DRAWN_DTYPE
                     skin = skin.drawn(len(self.shape.queries.points))
-                    rest = torch.cat([self._move(zero[None], points_t[rows], block) for rows, block in skin], 1)
+                    motions = query_motions(self.queries, *self.motions(zero[None]), self.dual_quaternion).to(DRAWN_DTYPE)
+                    rest = torch.cat([moved_by(block.blended(motions), points_t[rows], self.dual_quaternion)
+                                      for rows, block in skin], 1)
                 else:
                     rest = self._move(zero[None], points_t, skin)
             images.append((points_t, skin, rest))
@@ -426,7 +428,7 @@ class NeuralBodyMap(KinematicMap):
         motions once) and the pose, the same sums with every temporary a block's."""
         images, points, (t, w), k = self._blocks(name), self.points(name), self._frame_motion(s), self.block
         values = [query_motions(self.queries, *self.motions(s[:, index * k:(index + 1) * k]), self.dual_quaternion)
-                  for index in range(len(images))]
+                  .to(DRAWN_DTYPE) for index in range(len(images))]
         out = points.new_empty(s.shape[0], points.shape[1], 3)
         for block, (rows, _) in enumerate(images[0][1]):
             total = None
@@ -470,19 +472,21 @@ class NeuralBodyMap(KinematicMap):
 
     def _picked_jacobian(self, q, name, index, orientation, center, points):
         """x and J (B = 1) at the drawn points index[0] of ``name`` by forward mode, each point through
-        its own K queries gathered (the blocks' sparse products carry no derivative); ``orientation``,
-        ``center`` and ``points`` this body's or those of a copy of it (a stack's row)."""
+        its own K queries gathered (the blocks' sparse products carry no derivative), in the map's
+        precision; ``orientation``, ``center`` and ``points`` this body's or those of a copy of it (a
+        stack's row)."""
         rows = index[0]
         images = []
         for model_points, blocks, rest in self._blocks(name):
             size = blocks[0][0].stop - blocks[0][0].start  # the blocks' rows
             block, local = rows // size, rows % size
             picked = Skinning(blocks[0][1].index.new_empty(len(rows), blocks[0][1].index.shape[1]),
-                              blocks[0][1].weight.new_empty(len(rows), blocks[0][1].weight.shape[1]))
+                              torch.empty(len(rows), blocks[0][1].weight.shape[1], dtype=self.dtype))
             for b in block.unique().tolist():  # the blocks the picked points lie in
                 at = block == b
-                picked.index[at], picked.weight[at] = blocks[b][1].index[local[at]], blocks[b][1].weight[local[at]]
-            images.append((model_points[rows], picked, rest[:, rows]))
+                picked.index[at] = blocks[b][1].index[local[at]]
+                picked.weight[at] = blocks[b][1].weight[local[at]].to(self.dtype)
+            images.append((model_points[rows].to(self.dtype), picked, rest[:, rows].to(self.dtype)))
         at = points[:, rows]
 
         def embed(qq):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .mesh import cross
 from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
@@ -75,7 +76,7 @@ class Obstacles:
             positions = np.concatenate([positions, np.repeat(positions[-1:], count - len(positions), 0)])
             tris = np.asarray(collider.faces, dtype=np.int64)
             a, b, c = (positions[0][tris[:, k]] for k in range(3))
-            keep = np.linalg.norm(np.cross(b - a, c - a), axis=1) > 1e-12  # degenerate triangles have no plane
+            keep = np.linalg.norm(cross(b - a, c - a), axis=1) > 1e-12  # degenerate triangles have no plane
             soups.append(positions)
             faces.append(tris[keep] + offset)
             friction.append(np.full(keep.sum(), collider.friction))
@@ -131,7 +132,7 @@ class Obstacles:
             closest, weights = closest_on_triangles(points[rows], *tri[cols].transpose(1, 0, 2))
             gap = points[rows] - closest
             distance = np.linalg.norm(gap, axis=-1)
-            face_normal = _unit(np.cross(tri[cols, 1] - tri[cols, 0], tri[cols, 2] - tri[cols, 0]))
+            face_normal = _unit(cross(tri[cols, 1] - tri[cols, 0], tri[cols, 2] - tri[cols, 0]))
             facing = (gap * face_normal).sum(-1) / np.maximum(distance, 1e-300)  # cos(gap, face normal)
             facing = np.where(distance > 1e-9, facing, 1.0)
             facing = np.where(closed[cols], facing, np.abs(facing))  # an open sheet has two sides

@@ -22,6 +22,10 @@ from scipy.spatial import cKDTree
 
 NEIGHBOURS = 4
 DRAWN_ROWS = 8192  # points per block of a drawn set: a block's temporaries stay in the CPU's cache
+# A drawn set blends and moves in single precision: the drawn frames are float32 anyway, and a
+# deformation of a body of size L is off by about 1e-7 L, where double precision made every frame's
+# pass through a million vertices' blocks twice the memory traffic
+DRAWN_DTYPE = torch.float32
 
 
 @dataclass
@@ -41,13 +45,13 @@ class Skinning:
 
     def drawn(self, queries: int) -> list[tuple[slice, "Skinning"]]:
         """This skinning (one object's, (V, K)) in blocks of DRAWN_ROWS points, each with its sparse blend
-        over ``queries`` query points: (the block's rows, its skinning). A mesh drawn block by block
-        keeps every temporary of a frame in the cache, where whole (V, 8) ones each cost a trip
-        through memory."""
+        over ``queries`` query points, weights in DRAWN_DTYPE: (the block's rows, its skinning). A mesh
+        drawn block by block keeps every temporary of a frame in the cache, where whole (V, 8) ones
+        each cost a trip through memory."""
         blocks = []
         for start in range(0, len(self.index), DRAWN_ROWS):
             rows = slice(start, min(start + DRAWN_ROWS, len(self.index)))
-            index, weight = self.index[rows], self.weight[rows]
+            index, weight = self.index[rows], self.weight[rows].to(DRAWN_DTYPE)
             at = torch.arange(len(index))[:, None].expand_as(index)
             blend = torch.sparse_coo_tensor(torch.stack([at.reshape(-1), index.reshape(-1)]), weight.reshape(-1),
                                             (len(index), queries), check_invariants=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import triangle_areas
+from .mesh import cross, triangle_areas
 
 
 @dataclass
@@ -40,7 +40,7 @@ def sample_surface(vertices: np.ndarray, faces: np.ndarray, count: int, rng: np.
     root = np.sqrt(u)  # uniform on a triangle: (1 - sqrt u, sqrt u (1 - v), sqrt u v)
     bary = np.stack([1 - root, root * (1 - v), root * v], 1)
     a, b, c = (vertices[faces[chosen, k]] for k in range(3))
-    normal = np.cross(b - a, c - a)
+    normal = cross(b - a, c - a)
     normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-30)
     return SurfaceSamples(bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c, normal, chosen, bary)
 

@@ -168,7 +168,7 @@ def test_the_mirrored_deformation_is_mirror_equivariant(model, expansion):
             at_images = kmap.deformed(s, "images")
             mirrored = center + (kmap.deformed(permuted, "points") - center) * torch.as_tensor(group.signs[index])
         assert (at_images - images).abs().max() > 1e-3  # it deforms
-        torch.testing.assert_close(at_images, mirrored, atol=1e-12, rtol=0)
+        torch.testing.assert_close(at_images, mirrored, atol=1e-7 if expansion == "drawn" else 1e-12, rtol=0)  # drawn: float32
 
 
 def test_a_box_dropped_flat_lands_without_drifting_or_turning(model):

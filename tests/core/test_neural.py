@@ -102,19 +102,20 @@ def test_the_jacobian_at_some_points_is_theirs_of_the_whole_set(body):
 
 def test_the_jacobian_of_picked_drawn_points_is_their_derivative(body):
     """A drawn set (blended by sparse products, which carry no derivative) gives x and J at picked
-    points through their own gathered skinning: x as drawn, J as finite differences of the drawing."""
+    points through their own gathered skinning: x as drawn, J as finite differences of the drawing, to
+    the rounding of its single precision (DRAWN_DTYPE): h = 1e-3 leaves 1e-4 of it in a difference."""
     kmap, _ = body
     kmap.attach("drawn", kmap.mass_points[:, :12], output=True)
     q = kmap.rest_coordinates() + torch.tensor([[0.1, -0.2, 0.05, 0.3, -0.1, 0.2, 0.5, -0.4, 0.3]], dtype=torch.float64)
     rows = [9, 2, 2, 0]
     x, jac = kmap.jacobian(q, "drawn", torch.tensor([rows]))
-    torch.testing.assert_close(x, kmap.embed(q, "drawn")[:, rows], rtol=0, atol=1e-12)
-    h = 1e-6
+    torch.testing.assert_close(x, kmap.embed(q, "drawn")[:, rows], rtol=0, atol=1e-6)
+    h = 1e-3
     for k in range(q.shape[1]):
         e = torch.zeros_like(q)
         e[0, k] = h
         column = (kmap.embed(q + e, "drawn") - kmap.embed(q - e, "drawn"))[:, rows] / (2 * h)
-        torch.testing.assert_close(jac[..., k], column, atol=1e-7, rtol=1e-6)
+        torch.testing.assert_close(jac[..., k], column, atol=2e-4, rtol=1e-3)
 
 
 def test_the_centre_of_mass_falls_at_g_while_the_shape_wobbles(body):
