@@ -57,3 +57,18 @@ def test_a_conservative_jelly_landing_keeps_its_energy():
                                                       angular_velocity=(3.0, 1.0, 0.0)))
     assert result.positions[:, :, 2].min() < 0.005  # it landed
     assert np.abs(result.energy["balance"]).max() < 0.15 * result.energy["total"][0]
+
+
+def test_a_plate_spun_fast_in_the_air_keeps_its_energy():
+    """A thin plate thrown spinning at 60 rad/s, no gravity: the implicit step takes the inertial terms
+    at each step's start, so its steps are kept to 0.1 rad of turn (trajectory.spin_substeps). The
+    elastic plate's books hold to 3 % (measured 0.85 %; 39 % at 4 steps a frame, the fewest), and the
+    articulated one, heavily damped, stays finite within 40 % (20 %; it went unstable)."""
+    v, f = box_mesh((0.3, 0.1, 0.02), (0.0, 0.0, 0.5))
+    for _ in range(2):
+        v, f = subdivided(v, f)
+    neurok = NeuROK.load()
+    for category, bound in (("elastic", 0.03), ("articulated", 0.4)):
+        result = neurok.simulate(v, f, Conditions(frames=12, category=category, gravity=(0.0, 0.0, 0.0),
+                                                  angular_velocity=(18.0, 12.0, 60.0)))
+        assert np.abs(result.energy["balance"]).max() < bound * result.energy["total"][0]
