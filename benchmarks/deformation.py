@@ -1,7 +1,7 @@
 """Whether the learned coordinates carry the motion: the neural run's shape change against the reference's.
 
     .venv/bin/python -m benchmarks.deformation CORPUS [--weights W ...] [--per-category 10] [--spread 3]
-                                                  [--categories cloth ...] [--wall-margin M]
+                                                  [--categories cloth ...] [--wall-margin M] [--stiffness S]
 
 Each held-out sequence (shapes never trained on) is replayed with its own conditions and material
 (``training.evaluation.replay_conditions``; a cloth sequence's obstacles as colliders).
@@ -10,15 +10,17 @@ frames of the mean vertex distance to the rest shape after the best rigid alignm
 bounding-box diagonal (``training.evaluation.shape_error``), their ratio, and the mean vertex error at
 0.5 s over the diagonal; and the same for the rigid solver (where the body goes without any
 deformation). Per category: the median ratio, how many ratios lie within [2/3, 1.5], the mean error
-at 0.5 s (over the rollouts that finished), and how many went non-finite. Issue targets: the median ratio within [2/3, 1.5], the error at 0.5 s at most 0.05.
+at 0.5 s (over the rollouts that finished), and how many went non-finite. Issue targets: the median
+ratio within [2/3, 1.5], the error at 0.5 s at most 0.05.
 Per weights: the held-out reconstruction on the validation batch ``training.train`` draws (posterior
 mean, over the diagonal, ``training.heldout_error``) against no deformation, and the posterior |s|
 of 96 training examples in the solver's reduced coordinates (``training.calibrate.latent_reach``)
 against its wall S (``neural.wall_radius`` at k_q = 10). Weights without calibrated materials (a
 fine-tune's) run with the shipped weights' materials, so that only the latent differs. ``--wall-margin``
 puts the solver's wall at sqrt(k_q) + M prior standard deviations instead of its own
-``neural.WALL_MARGIN`` (a measured alternative: a wall as far out as the posteriors lie).
-Writes benchmarks/results/deformation{_<categories>}.{json,md}.
+``neural.WALL_MARGIN`` (a measured alternative: a wall as far out as the posteriors lie);
+``--stiffness`` replays every sequence at that Stiffness instead of its own (the springs' frequency
+goes as its square root). Writes benchmarks/results/deformation{_<categories>}{_wallM}{_stiffnessS}.{json,md}.
 """
 
 import argparse
@@ -34,7 +36,8 @@ from neurok_blender.core.neurok import WEIGHTS
 from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import latent_reach
-from training.evaluation import errors_over_time, diagonal, pick_sequences, positive, replay_conditions, shape_error
+from training.evaluation import (errors_over_time, diagonal, pick_sequences, positive, positive_float, replay_conditions,
+                                 shape_error)
 from training.heldout_error import heldout_error
 from training.train import load_corpus
 
@@ -70,12 +73,12 @@ def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
             "ratio": ours / max(reference, 1e-12), "error_at": float(errors_over_time(positions, sequence)[at])}
 
 
-def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict) -> dict:
+def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict, **changes) -> dict:
     began = time.perf_counter()
     neurok = with_materials(weights, fallback)
     error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
     reach = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
-    rows = {category: [sequence_row(neurok, s) for s in sequences] for category, sequences in chosen.items()}
+    rows = {category: [sequence_row(neurok, s, **changes) for s in sequences] for category, sequences in chosen.items()}
     return {"weights": _label(weights), "heldout_error": error, "no_deformation": still,
             "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "rows": rows,
             "seconds": time.perf_counter() - began}
@@ -115,6 +118,7 @@ def main():
     parser.add_argument("--spread", type=positive, default=3, help="take every SPREAD-th usable held-out sequence")
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE))
     parser.add_argument("--wall-margin", type=float, default=None, help="the wall at sqrt(k_q) + this (default: the solver's)")
+    parser.add_argument("--stiffness", type=positive_float, default=None, help="replay at this Stiffness (default: each sequence's)")
     a = parser.parse_args()
     if a.wall_margin is not None:
         neural.WALL_MARGIN = a.wall_margin
@@ -123,13 +127,16 @@ def main():
     if not chosen:
         parser.error(f"{a.corpus} holds no usable held-out sequence of {', '.join(a.categories)}")
     shipped = NeuROK.load(WEIGHTS)
-    results = [evaluate(w, a.corpus, chosen, shipped.materials) for w in a.weights]
+    changes = {} if a.stiffness is None else {"stiffness": a.stiffness}
+    results = [evaluate(w, a.corpus, chosen, shipped.materials, **changes) for w in a.weights]
     rigid = {c: [sequence_row(shipped, s, category="rigid", pull=None) for s in sequences]
              for c, sequences in chosen.items()}  # where the body goes without any deformation
     table = tables(results, rigid)
     print(table)
-    name = results_name("deformation", a.categories) + ("" if a.wall_margin is None else f"_wall{a.wall_margin:g}")
-    write_results(name, table, corpus=str(a.corpus), wall_margin=neural.WALL_MARGIN, results=results, rigid=rigid)
+    name = results_name("deformation", a.categories) + ("" if a.wall_margin is None else f"_wall{a.wall_margin:g}") \
+        + ("" if a.stiffness is None else f"_stiffness{a.stiffness:g}")
+    write_results(name, table, corpus=str(a.corpus), wall_margin=neural.WALL_MARGIN, stiffness=a.stiffness,
+                  results=results, rigid=rigid)
 
 
 if __name__ == "__main__":
