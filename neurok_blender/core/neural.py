@@ -46,7 +46,7 @@ rest masses (eigenvalues lambda_e of M_ss = Y^T m Y) a thousand times below mu, 
 with mu's stiffness, so there it rings sqrt(mu / lambda_e) times faster than in an average direction
 (a jelly half over a ledge: 2,000 rad/s at |s| = 4.4 against omega = 200), and a load that touches
 them sets s racing at thousands of standard deviations a second, which the steps must follow
-(trajectory.latent_substeps). Each such direction gets the inertia MASS_FLOOR mu:
+(trajectory.latent_substeps). Each such direction gets the inertia that lifts it to MASS_FLOOR mu:
 
     T = 1/2 sum m |x_dot|^2 + 1/2 s_dot^T A s_dot,   A = V diag(max(0, MASS_FLOOR mu - lambda_e)) V^T
 
