@@ -2,6 +2,7 @@
 
     python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--spread 7] [--jobs 1]
                                  [--categories continuum ...] [--frequencies 32] [--dampings 128]
+                                 [--objective motion]
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
 damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
@@ -13,7 +14,10 @@ each at the ones chosen before:
 
 1. frequency, then damping rate, by the mean shape error over the frames (the vertex error left after
    the best rigid alignment of each frame onto the reference's, over the bounding-box diagonal): the
-   material decides how a body deforms, not where it goes after a chaotic bounce. A SOLID category's
+   material decides how a body deforms, not where it goes after a chaotic bounce. The shape error
+   rewards stiffness (a body that barely bends is never bent the wrong way), so ``--objective
+   motion`` chooses the frequency instead by how near the median peak shape change comes to the
+   references' (|log ratio|). A SOLID category's
    frequency holds at the geometric mean of M / V^(1/3) over its bodies (``mass_per_length``); a
    PROPORTIONAL one's damping is the rate at stiffness 1 and grows with it (D = beta K);
 2. by the mean vertex error, the quantities that decide where the body goes and hardly change its
@@ -47,7 +51,8 @@ from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_che
 from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
-from training.evaluation import pick_sequences, positive, replay_conditions, shape_errors_over_time, vertex_error
+from training.evaluation import (diagonal, pick_sequences, positive, replay_conditions, shape_error, shape_errors_over_time,
+                                 vertex_error)
 from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
 from training.train import batch_tensors, load_corpus
@@ -64,6 +69,7 @@ JOINTED = ("articulated",)  # categories whose references are rigid links on fre
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
 LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (material.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
+OBJECTIVES = ("error", "motion")  # what chooses the frequency (calibrate_category)
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
 SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (material.solid_frequency_scale)
@@ -80,27 +86,33 @@ def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarr
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
 
 
-def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int]:
+def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int, float]:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
-    non-finite rollout), and the failures. With ``pool`` the sequences spread over its processes, which
-    replay with their own copies of the model, loaded from the same weights (``_load_worker``)."""
+    non-finite rollout), the failures, and the median over the sequences of the peak shape change's
+    ratio to the reference's (0 for a failure). With ``pool`` the sequences spread over its
+    processes, which replay with their own copies of the model, loaded from the same weights
+    (``_load_worker``)."""
     jobs = [(sequence, material, frames) for sequence in sequences]
     if pool is None:
         errors = [sequence_errors(model, *job) for job in jobs]
     else:
         errors = list(pool.map(_pooled_errors, jobs))
-    shape, vertex, failed = zip(*errors)
-    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed)
+    shape, vertex, failed, change = zip(*errors)
+    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change))
 
 
-def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool]:
-    """Mean shape and vertex error of one replay over its frames, and whether it went non-finite
-    (FAILED_ERROR both then)."""
+def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool, float]:
+    """Mean shape and vertex error of one replay over its frames, whether it went non-finite
+    (FAILED_ERROR both then, and no shape change), and its peak shape change (the largest over the
+    frames of ``shape_error`` against the rest shape) over the reference's in the same frames."""
     try:
         positions = replay(model, sequence, material, frames)
     except SimulationError:
-        return FAILED_ERROR, FAILED_ERROR, True
-    return float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False
+        return FAILED_ERROR, FAILED_ERROR, True, 0.0
+    size, rest = diagonal(sequence), sequence.rest_vertices
+    peak = lambda frames_: max(shape_error(frame, rest, size) for frame in frames_)
+    change = peak(positions) / max(peak(sequence.positions[:len(positions)]), 1e-12)
+    return float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False, change
 
 
 _worker_model = None  # a pool process's own copy of the model (``_load_worker``)
@@ -111,7 +123,7 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
-def _pooled_errors(job) -> tuple[float, float, bool]:
+def _pooled_errors(job) -> tuple[float, float, bool, float]:
     return sequence_errors(_worker_model, *job)
 
 
@@ -132,7 +144,7 @@ def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.
 
 
 def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categories=DEFORMABLE,
-              spread: int = 7, jobs: int = 1, frequencies=FREQUENCIES, dampings=None) -> dict:
+              spread: int = 7, jobs: int = 1, frequencies=FREQUENCIES, dampings=None, objective: str = "error") -> dict:
     """The materials of ``categories`` and, when all are calibrated, the latent reach: a property of
     the model over the whole corpus, which a run on some categories (often on a corpus of only those)
     leaves to the previous report."""
@@ -151,7 +163,8 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
             sequences = chosen.get(category, [])
             if not sequences:
                 raise ValueError(f"no usable {category} training sequences in {corpus}")
-            report[category] = calibrate_category(model, category, sequences, frames, pool, frequencies, dampings)
+            report[category] = calibrate_category(model, category, sequences, frames, pool, frequencies, dampings,
+                                                  objective)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)  # an interrupted calibration does not wait for queued replays
@@ -159,8 +172,9 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 
 
 def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
-                       dampings=None) -> dict:
-    """The frequency by shape error; then by vertex error, for FLOWING categories the damping and yield
+                       dampings=None, objective: str = "error") -> dict:
+    """The frequency by shape error (``objective`` "error") or by how far the median peak shape change
+    is from the reference's, |log ratio| ("motion"); then by vertex error, for FLOWING categories the damping and yield
     together, then the rolling resistance, then the restitution of the give of their bodies that never
     yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
     damping over a wider grid and the yield together and then the least damping ratio, for SPRINGY
@@ -180,11 +194,16 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}: "
-                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}", flush=True)
+                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}, shape change ratio {result[3]:.3f}",
+                  flush=True)
         return trials[key]
 
     # one frequency given is kept without replaying it
-    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=lambda f: trial(f, FIRST_DAMPING)[0])
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    by_motion = lambda f: abs(np.log(max(trial(f, FIRST_DAMPING)[3], 1e-12)))
+    by_shape = lambda f: trial(f, FIRST_DAMPING)[0]
+    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=by_motion if objective == "motion" else by_shape)
     grid = tuple(dampings or (JOINT_DAMPINGS if category in JOINTED else DAMPINGS))
     strain, rolling, restitution, ratio = None, 0.0, 0.0, 0.0
     if category in FLOWING or category in JOINTED:
@@ -204,16 +223,17 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     if category in SOLID:  # a soft solid lands on a patch of itself that gives (material.contact_stiffness)
         contact = min(CONTACT_RATIOS,
                       key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
-    error, vertex, failed = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
+    error, vertex, failed, change = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
               "stiffness_proportional": proportional, "mass_per_length": per_length,
               "contact_stiffness_ratio": contact, "shape_error": error, "vertex_error": vertex,
+              "shape_change_ratio": change, "objective": objective,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "contact_stiffness_ratio": c, "shape_error": shape,
-                          "vertex_error": v, "failed": n}
-                         for (f, d, y, r, rest, z, c), (shape, v, n) in trials.items()],
+                          "vertex_error": v, "failed": n, "shape_change_ratio": m}
+                         for (f, d, y, r, rest, z, c), (shape, v, n, m) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
           f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error "
@@ -278,9 +298,11 @@ def main():
                         help="the frequency grid (Hz); one value keeps it and recalibrates the later stages")
     parser.add_argument("--dampings", nargs="+", type=float, default=None,
                         help="the damping grid (1/s); default the category's")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="error",
+                        help="what chooses the frequency: the shape error, or the peak shape change against the reference's")
     a = parser.parse_args()
     report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories, a.spread, a.jobs, a.frequencies,
-                       a.dampings)
+                       a.dampings, a.objective)
     store(a.weights, report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     previous = RESULTS / "calibration.json"

@@ -67,14 +67,15 @@ SOLIDS = [SimpleNamespace(shape=f"cube-{mass}", rest_vertices=box_mesh()[0], fac
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
-    resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16 omega^2."""
+    resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16
+    omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
                   + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
                   + 0.1 * abs(material.least_damping_ratio - 1.0)
                   + 0.1 * (material.contact_stiffness_ratio != 16.0))
-        return shape, vertex, 0
+        return shape, vertex, 0, 1.0 / material.frequency
     monkeypatch.setattr(calibrate, "score", score)
 
 
@@ -101,6 +102,17 @@ def test_a_jointed_category_takes_damping_and_yield_together_then_its_least_damp
     assert report["least_damping_ratio"] == 1.0
     floors = {t["least_damping_ratio"] for t in report["trials"] if (t["damping"], t["yield_strain"]) == (0.5, 0.02)}
     assert floors == set(calibrate.LEAST_DAMPING_RATIOS)  # tried at the chosen damping and yield
+
+
+def test_the_motion_objective_takes_the_frequency_whose_shape_change_is_the_references(monkeypatch):
+    """``objective="motion"``: the frequency whose median peak shape change is nearest the reference's
+    (|log ratio|), not the least shape error (8 Hz); the later stages as before, at that frequency."""
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None, objective="motion")
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (1.0, 2.0, 0.02)  # 2 /s: the grid's least
+    assert report["objective"] == "motion" and report["shape_change_ratio"] == 1.0
+    with pytest.raises(ValueError, match="objective"):
+        calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None, objective="looks")
 
 
 def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_the_frequency(monkeypatch):
@@ -156,5 +168,5 @@ def test_replays_in_worker_processes_score_as_in_this_one(tmp_path):
     with spawned_pool(2, calibrate._load_worker, path) as pool:
         pooled = calibrate.score(None, sequences, material, frames=4, pool=pool)
     assert here[2] == pooled[2] == 0
-    np.testing.assert_allclose(pooled[:2], here[:2], rtol=1e-6)
+    np.testing.assert_allclose([pooled[0], pooled[1], pooled[3]], [here[0], here[1], here[3]], rtol=1e-6)
     assert here[1] > 0  # the replays moved: a real comparison
