@@ -7,7 +7,7 @@ Each held-out sequence (shapes never trained on) is replayed with its own condit
 (``training.evaluation.replay_conditions``; a cloth sequence's obstacles as colliders).
 Per sequence: the peak shape change of the reference and of the neural run, the largest over the
 frames of the mean vertex distance to the rest shape after the best rigid alignment, over the
-bounding-box diagonal (``training.evaluation.shape_error``), their ratio, and the mean vertex error at
+bounding-box diagonal (``training.evaluation.peak_shape_change``), their ratio, and the mean vertex error at
 0.5 s over the diagonal; and the same for the rigid solver (where the body goes without any
 deformation). Per category: the median ratio, how many ratios lie within [2/3, 1.5], the mean error
 at 0.5 s (over the rollouts that finished), and how many went non-finite. Issue targets: the median
@@ -36,8 +36,8 @@ from neurok_blender.core.neurok import WEIGHTS
 from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import latent_reach
-from training.evaluation import (errors_over_time, diagonal, pick_sequences, positive, positive_float, replay_conditions,
-                                 shape_error)
+from training.evaluation import (errors_over_time, peak_shape_change, pick_sequences, positive, positive_float,
+                                 replay_conditions)
 from training.heldout_error import heldout_error
 from training.train import load_corpus
 
@@ -51,11 +51,6 @@ def with_materials(weights: Path, fallback: dict) -> NeuROK:
     if read_checkpoint(weights).get("materials"):
         return NeuROK.load(weights)
     return NeuROK(load_model(weights, "cpu"), fallback, str(weights))
-
-
-def peak_shape_change(positions: np.ndarray, sequence) -> float:
-    size = diagonal(sequence)
-    return max(shape_error(frame, sequence.rest_vertices, size) for frame in positions)
 
 
 def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:

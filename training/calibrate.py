@@ -51,7 +51,7 @@ from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_che
 from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
-from training.evaluation import (diagonal, pick_sequences, positive, replay_conditions, shape_error, shape_errors_over_time,
+from training.evaluation import (peak_shape_change, pick_sequences, positive, replay_conditions, shape_errors_over_time,
                                  vertex_error)
 from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
@@ -103,15 +103,14 @@ def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) 
 
 def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool, float]:
     """Mean shape and vertex error of one replay over its frames, whether it went non-finite
-    (FAILED_ERROR both then, and no shape change), and its peak shape change (the largest over the
-    frames of ``shape_error`` against the rest shape) over the reference's in the same frames."""
+    (FAILED_ERROR both then, and no shape change), and its ``peak_shape_change`` over the reference's
+    in the same frames."""
     try:
         positions = replay(model, sequence, material, frames)
     except SimulationError:
         return FAILED_ERROR, FAILED_ERROR, True, 0.0
-    size, rest = diagonal(sequence), sequence.rest_vertices
-    peak = lambda frames_: max(shape_error(frame, rest, size) for frame in frames_)
-    change = peak(positions) / max(peak(sequence.positions[:len(positions)]), 1e-12)
+    change = peak_shape_change(positions, sequence) / max(peak_shape_change(sequence.positions[:len(positions)], sequence),
+                                                          1e-12)
     return float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False, change
 
 

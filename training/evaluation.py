@@ -66,6 +66,13 @@ def shape_error(ours: np.ndarray, reference: np.ndarray, size: float) -> float:
     return float(np.linalg.norm(ours @ rotation.T + translation - reference, axis=-1).mean() / size)
 
 
+def peak_shape_change(positions: np.ndarray, sequence) -> float:
+    """The largest over the frames of ``shape_error`` against the sequence's rest shape: how far a
+    motion bends the body at most, whatever its pose."""
+    size = diagonal(sequence)
+    return max(shape_error(frame, sequence.rest_vertices, size) for frame in positions)
+
+
 def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
     """``shape_error`` per frame."""
     size = diagonal(sequence)
