@@ -42,7 +42,7 @@ energy balance still closes. A body that never yields (e_y None) is the elastic 
 The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
 
 Inertia floor (selective mass scaling): the decoder moves some reduced directions hardly at all, with
-rest masses (eigenvalues lambda_e of M_ss = Y^T m Y) a thousand times below mu, yet the wall holds them
+rest masses (eigenvalues lambda_e of M_ss = Y^T m Y) 15 to 200 times below mu, yet the wall holds them
 with mu's stiffness, so there it rings sqrt(mu / lambda_e) times faster than in an average direction
 (a jelly half over a ledge: 2,000 rad/s at |s| = 4.4 against omega = 200), and a load that touches
 them sets s racing at thousands of standard deviations a second, which the steps must follow

@@ -131,9 +131,9 @@ def spin_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor, met
     implicit step, which takes the inertial terms (Coriolis, centrifugal) at each step's start.
 
     A 16-vertex pair of scissors (0.6 kg) spun to 200-300 rad/s by a 14 N push gained 29 J past the
-    push's 12 J of work at 5 steps a frame, refined to 40, and went unstable; at 0.25 rad a step its
-    books were off by 26 %, at 0.1 rad by 4 %. Up to 12 rad/s at 24 fps it asks for no more than the
-    5 steps a frame that contact takes."""
+    push's 12 J of work at 5-34 steps a frame (the contact's, the latent speed's), refined to 40,
+    and went unstable; at 0.25 rad a step its books were off by 26 %, at 0.1 rad by 4 %. Up to
+    12 rad/s at 24 fps it asks for no more than the 5 steps a frame that contact takes."""
     if method != "implicit" or not system.deforms:
         return 1
     return max(1, math.ceil(system.map.chart_speed(q_dot) / (fps * IMPLICIT_SPIN_STEP)))
