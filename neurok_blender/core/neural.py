@@ -704,7 +704,21 @@ class NeuralBodyStack(NeuralBodyMap):
     def deformed(self, s, name):
         if self._skin(name)[1] is not None:
             return super().deformed(s, name)
-        return torch.cat([m.deformed(s[row:row + 1], name) for row, m in enumerate(self.maps)])
+        # bodies whose points of ``name`` share one skinning without a field (copies of one shape, moved:
+        # ``attach`` skins them once) are moved together by the first one's map, each then shifted by
+        # its centre's offset from the first's, y_b = y_first(s_b) + c_b - c_first: one pass of the
+        # query motions and blends for all of them
+        groups = {}
+        for row, m in enumerate(self.maps):
+            images, field = m._skin(name)
+            groups.setdefault(id(images) if field is None else (row,), []).append(row)
+        moved = [None] * len(self.maps)
+        for rows in groups.values():
+            first = self.maps[rows[0]]
+            together = first.deformed(s[rows], name) + (self.center[rows] - first.center)
+            for at, row in enumerate(rows):
+                moved[row] = together[at:at + 1]
+        return torch.cat(moved)
 
     def jacobian(self, q, name, index=None):
         if self._skin(name)[1] is not None or index is None:
