@@ -89,6 +89,14 @@ class Obstacles:
         self.closed = np.concatenate([np.zeros(0, bool)] + closed)
         self.fps = fps
         self.bodies = bodies
+        # each triangle's friction, thickness, closed, owner and corners' rows: the colliders' alone,
+        # then with the bodies' after them (``triangles``)
+        fixed = [(self.friction, self.thickness, self.closed, np.full(len(self.faces), -1), np.zeros_like(self.faces))]
+        for body, faces in enumerate([] if bodies is None else bodies.faces):
+            fixed.append((np.full(len(faces), bodies.friction[body]), np.full(len(faces), bodies.thickness),
+                          np.full(len(faces), bodies.closed[body]), np.full(len(faces), body), faces))
+        self._fixed = (fixed[0], tuple(np.concatenate(column) for column in zip(*fixed)))
+        self._body_rows = None
 
     def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Vertex positions (V, 3) at time t and their velocities (``along_frames``)."""
@@ -101,15 +109,21 @@ class Obstacles:
         body, from ``surfaces`` = the bodies' vertex positions and velocities (B, V, 3)) and its corners'
         rows of the owner's vertices (T, 3) (0 for a collider)."""
         positions, velocities = self.at(t)
-        parts = [(positions[self.faces], velocities[self.faces], self.friction, self.thickness, self.closed,
-                  np.full(len(self.faces), -1), np.zeros_like(self.faces))]
-        if self.bodies is not None and surfaces is not None:
-            where, moving = surfaces
-            for body, faces in enumerate(self.bodies.faces):
-                parts.append((where[body][faces], moving[body][faces], np.full(len(faces), self.bodies.friction[body]),
-                              np.full(len(faces), self.bodies.thickness), np.full(len(faces), self.bodies.closed[body]),
-                              np.full(len(faces), body), faces))
-        return tuple(np.concatenate(column) for column in zip(*parts))
+        colliders = (positions[self.faces], velocities[self.faces])
+        if self.bodies is None or surfaces is None:
+            return (*colliders, *self._fixed[0])
+        where, moving = surfaces
+        rows = self._rows(where.shape[1])  # the bodies' corners as rows of (B V, 3)
+        return (np.concatenate([colliders[0], where.reshape(-1, 3)[rows]]),
+                np.concatenate([colliders[1], moving.reshape(-1, 3)[rows]]), *self._fixed[1])
+
+    def _rows(self, vertices: int) -> np.ndarray:
+        """The bodies' triangles' corners as rows of their stacked vertices (B V, 3), for ``vertices``
+        rows a body: (T_bodies, 3), kept."""
+        if self._body_rows is None or self._body_rows[0] != vertices:
+            self._body_rows = (vertices, np.concatenate([faces + body * vertices
+                                                         for body, faces in enumerate(self.bodies.faces)]))
+        return self._body_rows[1]
 
     def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None,
                surfaces=None) -> Planes:
