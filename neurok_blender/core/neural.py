@@ -678,21 +678,27 @@ class NeuralBodyStack(NeuralBodyMap):
     def _expansion(self, name, s, s_dot=None, index=None):
         points = self.points(name) if index is None else rows_at(self.points(name), index)
         b, count, k = s.shape[0], points.shape[1], s.shape[1]
-        r = points - self.center
-        r_s = s.new_zeros(b, count, 3, k)
-        z_dot = None if s_dot is None else s.new_zeros(b, count, 3, k)
+        parts = []  # per field: (its rows, its points' count, (Y + 1/2 Z s) s, Y + Z s, Z s_dot)
         for rows, first, second in self._skin(name)[1]:
             if index is None:  # one field for the rows: (P, 3, k[, k])
                 contract = lambda t: torch.einsum("pikl,rl->rpik", second, t[rows])
             else:  # each row's own points of it: (R, I, 3, k[, k])
                 first, second = first[index[rows]], second[index[rows]]
                 contract = lambda t: torch.einsum("rpikl,rl->rpik", second, t[rows])
-            size = first.shape[-3]  # a shape's mass points: as many as its field has
             z_s = contract(s)
-            r[rows, :size] += torch.einsum("rpik,rk->rpi", first + 0.5 * z_s, s[rows])
-            r_s[rows, :size] = first + z_s
+            parts.append((rows, first.shape[-3], torch.einsum("rpik,rk->rpi", first + 0.5 * z_s, s[rows]),
+                          first + z_s, None if s_dot is None else contract(s_dot)))
+        if len(parts) == 1 and parts[0][1] == count:  # one shape for every body: nothing to scatter
+            _, _, moved, r_s, z_dot = parts[0]
+            return points - self.center + moved, r_s, z_dot
+        r = points - self.center
+        r_s = s.new_zeros(b, count, 3, k)
+        z_dot = None if s_dot is None else s.new_zeros(b, count, 3, k)
+        for rows, size, moved, r_s_part, z_dot_part in parts:  # a shape's mass points: as many as its field has
+            r[rows, :size] += moved
+            r_s[rows, :size] = r_s_part
             if s_dot is not None:
-                z_dot[rows, :size] = contract(s_dot)
+                z_dot[rows, :size] = z_dot_part
         return r, r_s, z_dot
 
     def _against_second(self, weights):
