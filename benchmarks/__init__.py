@@ -24,11 +24,6 @@ def results_name(stem: str, categories) -> str:
     return stem + "_" + "_".join(c for c in DEFORMABLE if c in categories)
 
 
-def frame_at(t: float, fps: float, count: int) -> int:
-    """The index of the frame shown at time t (s) in a series of ``count`` frames, the last one past its end."""
-    return min(int(round(t * fps)), count - 1)
-
-
 _worker_neurok = None  # a pool process's own copy of the model (``load_worker_neurok``)
 
 

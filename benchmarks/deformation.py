@@ -29,19 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import frame_at, results_name, write_results
+from benchmarks import results_name, write_results
 from neurok_blender.core import NeuROK, SimulationError, neural
 from neurok_blender.core.checkpoint import load_model, read_checkpoint
 from neurok_blender.core.neurok import WEIGHTS
 from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import latent_reach
-from training.evaluation import (errors_over_time, peak_shape_change, pick_sequences, positive, positive_float,
-                                 replay_conditions)
+from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
+                                 positive_float, replay_conditions)
 from training.heldout_error import heldout_error
 from training.train import load_corpus
 
-AT = 0.5  # s: the short horizon the trajectory error is read at
+AT = SHORT_HORIZON  # s: where the trajectory error is read
 WITHIN = (2 / 3, 1.5)  # the ratio of peak shape changes that counts as the reference's
 REACH_EXAMPLES = 96
 

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import frame_at, results_name, write_results
+from benchmarks import results_name, write_results
 from neurok_blender.core import NeuROK
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.trajectory import OUTPUT
-from training.evaluation import diagonal, pick_sequences, replay_conditions, shape_error
+from training.evaluation import diagonal, frame_at, pick_sequences, replay_conditions, shape_error
 from training.examples import rigid_alignment
 
 TIMES = (0.5, 2.0)  # s

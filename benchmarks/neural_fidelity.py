@@ -35,14 +35,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import RESULTS, frame_at, load_worker_neurok, results_name, worker_neurok, write_results
+from benchmarks import RESULTS, load_worker_neurok, results_name, worker_neurok, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.fitting import chamfer_l1
 from neurok_blender.core.initial import pulled_coordinates
 from neurok_blender.core.simulation import simulate
 from neurok_blender.core.trajectory import OUTPUT
-from training.evaluation import diagonal, errors_over_time, pick_sequences, positive, replay_conditions, shape_error
+from training.evaluation import (diagonal, errors_over_time, frame_at, pick_sequences, positive, replay_conditions,
+                                 shape_error)
 from training.parent_watch import spawned_pool
 
 TIMES = (0.5, 1.0, 2.0)  # s

@@ -2,7 +2,7 @@
 
     python -m training.calibrate CORPUS WEIGHTS [--sequences 3] [--frames 30] [--spread 7] [--jobs 1]
                                  [--categories continuum ...] [--frequencies 32] [--dampings 128]
-                                 [--objective motion]
+                                 [--objective motion|short]
 
 The learned coordinates come with a potential V = 1/2 omega^2 sum m |y(s) - y(s_p)|^2, a Rayleigh
 damping rate and a yield strain past which the rest shape s_p flows (``neurok_blender/core/neural.py``);
@@ -17,7 +17,8 @@ each at the ones chosen before:
    material decides how a body deforms, not where it goes after a chaotic bounce. The shape error
    rewards stiffness (a body that barely bends is never bent the wrong way), so ``--objective
    motion`` chooses the frequency instead by how near the median peak shape change comes to the
-   references' (|log ratio|). A SOLID category's
+   references' (|log ratio|), and ``--objective short`` by the mean vertex error at the short horizon
+   (``SHORT_HORIZON``, before a chaotic landing's paths part). A SOLID category's
    frequency holds at the geometric mean of M / V^(1/3) over its bodies (``mass_per_length``); a
    PROPORTIONAL one's damping is the rate at stiffness 1 and grows with it (D = beta K);
 2. by the mean vertex error, the quantities that decide where the body goes and hardly change its
@@ -51,8 +52,8 @@ from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_che
 from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
-from training.evaluation import (peak_shape_change, pick_sequences, positive, replay_conditions, shape_errors_over_time,
-                                 vertex_error)
+from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
+                                 replay_conditions, shape_errors_over_time, vertex_error)
 from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
 from training.train import batch_tensors, load_corpus
@@ -69,7 +70,7 @@ JOINTED = ("articulated",)  # categories whose references are rigid links on fre
 JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 omega = 402 /s
 LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (material.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
-OBJECTIVES = ("error", "motion")  # what chooses the frequency (calibrate_category)
+OBJECTIVES = ("error", "motion", "short")  # what chooses the frequency (calibrate_category)
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
 SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (material.solid_frequency_scale)
@@ -86,10 +87,11 @@ def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarr
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
 
 
-def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int, float]:
+def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int, float, float]:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
-    non-finite rollout), the failures, and the median over the sequences of the peak shape change's
-    ratio to the reference's (0 for a failure). With ``pool`` the sequences spread over its
+    non-finite rollout), the failures, the median over the sequences of the peak shape change's
+    ratio to the reference's (0 for a failure) and the mean vertex error at SHORT_HORIZON (FAILED_ERROR
+    for a failure). With ``pool`` the sequences spread over its
     processes, which replay with their own copies of the model, loaded from the same weights
     (``_load_worker``)."""
     jobs = [(sequence, material, frames) for sequence in sequences]
@@ -97,21 +99,23 @@ def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) 
         errors = [sequence_errors(model, *job) for job in jobs]
     else:
         errors = list(pool.map(_pooled_errors, jobs))
-    shape, vertex, failed, change = zip(*errors)
-    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change))
+    shape, vertex, failed, change, short = zip(*errors)
+    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change)), float(np.mean(short))
 
 
-def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool, float]:
+def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool, float, float]:
     """Mean shape and vertex error of one replay over its frames, whether it went non-finite
-    (FAILED_ERROR both then, and no shape change), and its ``peak_shape_change`` over the reference's
-    in the same frames."""
+    (FAILED_ERROR each then, and no shape change), its ``peak_shape_change`` over the reference's
+    in the same frames, and its vertex error at SHORT_HORIZON."""
     try:
         positions = replay(model, sequence, material, frames)
     except SimulationError:
-        return FAILED_ERROR, FAILED_ERROR, True, 0.0
+        return FAILED_ERROR, FAILED_ERROR, True, 0.0, FAILED_ERROR
     change = peak_shape_change(positions, sequence) / max(peak_shape_change(sequence.positions[:len(positions)], sequence),
                                                           1e-12)
-    return float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False, change
+    short = errors_over_time(positions, sequence)[frame_at(SHORT_HORIZON, sequence.fps, len(positions))]
+    return (float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False, change,
+            float(short))
 
 
 _worker_model = None  # a pool process's own copy of the model (``_load_worker``)
@@ -122,7 +126,7 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
-def _pooled_errors(job) -> tuple[float, float, bool, float]:
+def _pooled_errors(job) -> tuple[float, float, bool, float, float]:
     return sequence_errors(_worker_model, *job)
 
 
@@ -172,8 +176,9 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 
 def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
                        dampings=None, objective: str = "error") -> dict:
-    """The frequency by shape error (``objective`` "error") or by how far the median peak shape change
-    is from the reference's, |log ratio| ("motion"); then by vertex error, for FLOWING categories the damping and yield
+    """The frequency by shape error (``objective`` "error"), by how far the median peak shape change
+    is from the reference's, |log ratio| ("motion"), or by the vertex error at SHORT_HORIZON ("short");
+    then by vertex error, for FLOWING categories the damping and yield
     together, then the rolling resistance, then the restitution of the give of their bodies that never
     yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
     damping over a wider grid and the yield together and then the least damping ratio, for SPRINGY
@@ -193,7 +198,8 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
             trials[key] = result = score(model, sequences, material, frames, pool)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}: "
-                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}, shape change ratio {result[3]:.3f}",
+                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}, shape change ratio {result[3]:.3f}, "
+                  f"vertex error at {SHORT_HORIZON} s {result[4]:.4f}",
                   flush=True)
         return trials[key]
 
@@ -202,7 +208,9 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     by_motion = lambda f: abs(np.log(max(trial(f, FIRST_DAMPING)[3], 1e-12)))
     by_shape = lambda f: trial(f, FIRST_DAMPING)[0]
-    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=by_motion if objective == "motion" else by_shape)
+    by_short = lambda f: trial(f, FIRST_DAMPING)[4]
+    by = {"error": by_shape, "motion": by_motion, "short": by_short}[objective]
+    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=by)
     grid = tuple(dampings or (JOINT_DAMPINGS if category in JOINTED else DAMPINGS))
     strain, rolling, restitution, ratio = None, 0.0, 0.0, 0.0
     if category in FLOWING or category in JOINTED:
@@ -222,17 +230,17 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
     if category in SOLID:  # a soft solid lands on a patch of itself that gives (material.contact_stiffness)
         contact = min(CONTACT_RATIOS,
                       key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
-    error, vertex, failed, change = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
+    error, vertex, failed, change, short = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
               "stiffness_proportional": proportional, "mass_per_length": per_length,
               "contact_stiffness_ratio": contact, "shape_error": error, "vertex_error": vertex,
-              "shape_change_ratio": change, "objective": objective,
+              "shape_change_ratio": change, "short_error": short, "objective": objective,
               "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
                           "least_damping_ratio": z, "contact_stiffness_ratio": c, "shape_error": shape,
-                          "vertex_error": v, "failed": n, "shape_change_ratio": m}
-                         for (f, d, y, r, rest, z, c), (shape, v, n, m) in trials.items()],
+                          "vertex_error": v, "failed": n, "shape_change_ratio": m, "short_error": early}
+                         for (f, d, y, r, rest, z, c), (shape, v, n, m, early) in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
           f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error "
@@ -298,7 +306,8 @@ def main():
     parser.add_argument("--dampings", nargs="+", type=float, default=None,
                         help="the damping grid (1/s); default the category's")
     parser.add_argument("--objective", choices=OBJECTIVES, default="error",
-                        help="what chooses the frequency: the shape error, or the peak shape change against the reference's")
+                        help="what chooses the frequency: the shape error, the peak shape change against the "
+                             "reference's, or the vertex error at the short horizon")
     a = parser.parse_args()
     report = calibrate(a.corpus, a.weights, a.sequences, a.frames, a.categories, a.spread, a.jobs, a.frequencies,
                        a.dampings, a.objective)

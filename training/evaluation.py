@@ -20,6 +20,13 @@ from training.examples import rigid_alignment
 from training.reference.scales import material_conditions
 from training.train import usable
 
+SHORT_HORIZON = 0.5  # s: where the trajectory error is read before a chaotic landing's paths part
+
+
+def frame_at(t: float, fps: float, count: int) -> int:
+    """The index of the frame shown at time t (s) in a series of ``count`` frames, the last one past its end."""
+    return min(int(round(t * fps)), count - 1)
+
 
 def pick_sequences(corpus: Path, split: str, per_category: int, spread: int = 7) -> dict[str, list]:
     """``per_category`` usable sequences of each deformable category, every ``spread``-th one (varied shapes)."""

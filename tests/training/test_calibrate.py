@@ -68,14 +68,15 @@ def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
     resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16
-    omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it."""
+    omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it; the
+    vertex error at the short horizon is least at 4 Hz."""
     def score(model, sequences, material, frames, pool=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
                   + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
                   + 0.1 * abs(material.least_damping_ratio - 1.0)
                   + 0.1 * (material.contact_stiffness_ratio != 16.0))
-        return shape, vertex, 0, 1.0 / material.frequency
+        return shape, vertex, 0, 1.0 / material.frequency, abs(np.log2(material.frequency / 4.0))
     monkeypatch.setattr(calibrate, "score", score)
 
 
@@ -113,6 +114,15 @@ def test_the_motion_objective_takes_the_frequency_whose_shape_change_is_the_refe
     assert report["objective"] == "motion" and report["shape_change_ratio"] == 1.0
     with pytest.raises(ValueError, match="objective"):
         calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None, objective="looks")
+
+
+def test_the_short_objective_takes_the_frequency_whose_early_path_is_the_references(monkeypatch):
+    """``objective="short"``: the frequency with the least vertex error at the short horizon (4 Hz), not
+    the least shape error (8 Hz) nor the reference's shape change (1 Hz); the later stages as before."""
+    _landscape(monkeypatch)
+    report = calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None, objective="short")
+    assert (report["frequency"], report["damping"], report["yield_strain"]) == (4.0, 2.0, 0.02)
+    assert report["objective"] == "short" and report["short_error"] == 0.0 and report["shape_change_ratio"] == 0.25
 
 
 def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_the_frequency(monkeypatch):
