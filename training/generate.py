@@ -28,10 +28,14 @@ import training
 from neurok_blender.executors import Executor, Failed, run_all
 from training.corpus import articulated, cloth, continuum, elastic, soft
 from training.corpus.shards import write_manifest, write_shard
+from training.corpus.solids import blob_pool
 
 # "elastic-mpm": the elastic category's soft solids by MPM (corpus/soft.py), several times the FEM's rate
 SAMPLERS = {"articulated": articulated.sample_articulated, "cloth": cloth.sample_cloth,
             "continuum": continuum.sample_continuum, "elastic": elastic.sample_elastic, "elastic-mpm": soft.sample_soft}
+# what a category's seeds draw from that must be there first: a third of the continuum's shapes are
+# fused blobs, whose seeds would each fail without the shape cache
+PREREQUISITES = {"continuum": blob_pool}
 GENERATORS = {name: module.GENERATOR for name, module in
               (("articulated", articulated), ("cloth", cloth), ("continuum", continuum), ("elastic", elastic),
                ("elastic-mpm", soft))}
@@ -100,7 +104,11 @@ def _check_existing(path: Path, first: int, last: int, generator: str):
 
 def generate(out: Path, category: str, counts: dict[str, int], size: int, executor: Executor = Executor()) -> int:
     """Make the shards of ``counts`` (sequences per split) missing from ``out`` on ``executor``,
-    each process pinned to a core; rewrite the manifest and return the sequences it lists."""
+    each process pinned to a core; rewrite the manifest and return the sequences it lists. ValueError,
+    before any shard, where the category's PREREQUISITES are missing."""
+    for split, count in counts.items():
+        if count and category in PREREQUISITES:
+            PREREQUISITES[category](split)
     out.mkdir(parents=True, exist_ok=True)
     todo = list(jobs(out, category, counts, size))
     began, done, lost = time.perf_counter(), 0, []
@@ -137,7 +145,7 @@ def main():
     executor = Executor(ray=a.ray) if a.ray is not None else Executor(workers=a.workers)
     try:
         generate(a.out, a.category, {"train": a.train, "heldout": a.heldout}, a.shard_size, executor)
-    except RuntimeError as error:  # Ray missing or out of reach
+    except (RuntimeError, ValueError) as error:  # Ray missing or out of reach; a prerequisite missing
         raise SystemExit(str(error)) from None
 
 

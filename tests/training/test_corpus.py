@@ -95,6 +95,14 @@ def test_a_failing_seed_is_recorded_and_the_rest_is_kept(tmp_path, monkeypatch):
     assert "simulator exploded" in (tmp_path / f"{path.name}.failures.json").read_text()
 
 
+def test_a_corpus_whose_shapes_are_missing_stops_before_its_first_shard(tmp_path, monkeypatch):
+    """Without the fused blobs a third of the continuum's seeds would each fail: none is started."""
+    monkeypatch.setenv("NEUROK_SHAPE_CACHE", str(tmp_path / "no-shapes"))
+    with pytest.raises(ValueError, match="training.shapes.library"):
+        generate(tmp_path / "corpus", "continuum", {"train": 4, "heldout": 0}, size=2)
+    assert not (tmp_path / "corpus").exists()
+
+
 def test_validation_table_counts_checks_per_category():
     from training.validate import table
 

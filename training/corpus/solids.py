@@ -24,6 +24,14 @@ def shape_cache() -> Path:
     return Path(os.environ.get("NEUROK_SHAPE_CACHE", "out/shapes"))
 
 
+def blob_pool(split: str) -> list[int]:
+    """The fused blobs a sequence of ``split`` may draw; ValueError when the shape cache holds none."""
+    pool = [i for i in blob_indices(split, shape_cache()) if i < BLOB_POOL]
+    if not pool:
+        raise ValueError(f"no fused blobs below {BLOB_POOL} in {shape_cache()}: run python -m training.shapes.library")
+    return pool
+
+
 def random_solid(rng, split: str) -> tuple[str, np.ndarray, np.ndarray]:
     """(shape name, vertices, faces) of a closed solid about 0.2-0.8 m across, deterministic from ``rng``."""
     kinds = ["superquadric", "blob"] + (["named"] if split == "heldout" else [])
@@ -35,9 +43,7 @@ def random_solid(rng, split: str) -> tuple[str, np.ndarray, np.ndarray]:
         name = HELDOUT_OBJECTS[int(rng.integers(len(HELDOUT_OBJECTS)))]
         vertices, faces = named_object(name, shape_cache())
     else:
-        pool = [i for i in blob_indices(split, shape_cache()) if i < BLOB_POOL]
-        if not pool:
-            raise ValueError(f"no fused blobs below {BLOB_POOL} in {shape_cache()}: run python -m training.shapes.library")
+        pool = blob_pool(split)
         name = f"blob-{pool[int(rng.integers(len(pool)))]}"
         vertices, faces = fused_blob(int(name.split("-")[1]), shape_cache())
     return name, vertices * rng.uniform(0.6, 1.4), faces
