@@ -53,7 +53,7 @@ from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
 from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
-                                 replay_conditions, shape_errors_over_time, vertex_error)
+                                 replay_conditions, shape_errors_over_time)
 from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
 from training.train import batch_tensors, load_corpus
@@ -113,9 +113,9 @@ def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) ->
         return FAILED_ERROR, FAILED_ERROR, True, 0.0, FAILED_ERROR
     change = peak_shape_change(positions, sequence) / max(peak_shape_change(sequence.positions[:len(positions)], sequence),
                                                           1e-12)
-    short = errors_over_time(positions, sequence)[frame_at(SHORT_HORIZON, sequence.fps, len(positions))]
-    return (float(shape_errors_over_time(positions, sequence).mean()), vertex_error(positions, sequence), False, change,
-            float(short))
+    errors = errors_over_time(positions, sequence)  # the vertex error per frame: its mean, and at SHORT_HORIZON
+    return (float(shape_errors_over_time(positions, sequence).mean()), float(errors.mean()), False, change,
+            float(errors[frame_at(SHORT_HORIZON, sequence.fps, len(positions))]))
 
 
 _worker_model = None  # a pool process's own copy of the model (``_load_worker``)

@@ -60,11 +60,6 @@ def errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
     return np.linalg.norm(positions - reference, axis=-1).mean(-1) / diagonal(sequence)
 
 
-def vertex_error(positions: np.ndarray, sequence) -> float:
-    """Mean over frames of ``errors_over_time``."""
-    return float(errors_over_time(positions, sequence).mean())
-
-
 def shape_error(ours: np.ndarray, reference: np.ndarray, size: float) -> float:
     """Mean vertex distance to the reference after the best rigid alignment onto it, over ``size``
     (the diagonal): how wrong the shape is, whatever the pose."""

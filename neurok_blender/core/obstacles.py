@@ -85,13 +85,12 @@ class Obstacles:
             offset += positions.shape[1]
         self.positions = np.concatenate([np.repeat(s, count, 0) if len(s) == 1 else s for s in soups], axis=1)  # (F, V, 3)
         self.faces = np.concatenate(faces)
-        self.friction, self.thickness = np.concatenate([[]] + friction), np.concatenate([[]] + thickness)
-        self.closed = np.concatenate([np.zeros(0, bool)] + closed)
         self.fps = fps
         self.bodies = bodies
         # each triangle's friction, thickness, closed, owner and corners' rows: the colliders' alone,
         # then with the bodies' after them (``triangles``)
-        fixed = [(self.friction, self.thickness, self.closed, np.full(len(self.faces), -1), np.zeros_like(self.faces))]
+        fixed = [(np.concatenate([[]] + friction), np.concatenate([[]] + thickness),
+                  np.concatenate([np.zeros(0, bool)] + closed), np.full(len(self.faces), -1), np.zeros_like(self.faces))]
         for body, faces in enumerate([] if bodies is None else bodies.faces):
             fixed.append((np.full(len(faces), bodies.friction[body]), np.full(len(faces), bodies.thickness),
                           np.full(len(faces), bodies.closed[body]), np.full(len(faces), body), faces))

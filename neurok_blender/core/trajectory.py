@@ -111,9 +111,15 @@ def relaxing_start(system: LagrangianSystem, method: str, substeps: int | None) 
     return not substeps and method not in ADAPTIVE and system.damped
 
 
+def steps_within(speed: float, fps: float, per_step: float) -> int:
+    """The fewest steps per frame that move something going at ``speed`` (per second) by at most
+    ``per_step`` each."""
+    return max(1, math.ceil(speed / (fps * per_step)))
+
+
 def chart_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
     """The fewest steps per frame that keep each step's move within the chart below MAX_CHART_DRIFT."""
-    return max(1, math.ceil(system.map.chart_speed(q_dot) / (fps * MAX_CHART_DRIFT)))
+    return steps_within(system.map.chart_speed(q_dot), fps, MAX_CHART_DRIFT)
 
 
 def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -> int:
@@ -123,7 +129,7 @@ def latent_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor) -
     little mass can cross the whole space within a step sized for the springs: a spinning pair of
     spectacles swung one at 1500 std/s, 2.4 std per step, and the energy blew up (sextic-well test in
     tests/core/test_simulate.py)."""
-    return max(1, math.ceil(system.map.latent_speed(q_dot) / (fps * MAX_LATENT_DRIFT)))
+    return steps_within(system.map.latent_speed(q_dot), fps, MAX_LATENT_DRIFT)
 
 
 def spin_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor, method: str) -> int:
@@ -136,7 +142,7 @@ def spin_substeps(system: LagrangianSystem, fps: float, q_dot: torch.Tensor, met
     12 rad/s at 24 fps it asks for no more than the 5 steps a frame that contact takes."""
     if method != "implicit" or not system.deforms:
         return 1
-    return max(1, math.ceil(system.map.chart_speed(q_dot) / (fps * IMPLICIT_SPIN_STEP)))
+    return steps_within(system.map.chart_speed(q_dot), fps, IMPLICIT_SPIN_STEP)
 
 
 class Run:
