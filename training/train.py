@@ -17,7 +17,9 @@ at step 3,000), where the same weight reached by fine-tuning trained weights kep
 2.8 %. Resumable: OUT/checkpoint.pt (model, optimizer, step) is rewritten every --save-every steps
 and the same command continues from it; example i of step s and its posterior noise are drawn from
 generators seeded by (seed, step, i), so a resumed run repeats an uninterrupted one exactly.
-OUT/log.jsonl gets the losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships).
+OUT/log.jsonl gets the losses; OUT/neurok.pt is the model alone, written at the end (what the add-on ships);
+OUT/manifest.json the run's settings and the corpus shards it trains on, by name and size: a resume
+on other shards (added, missing or rewritten) is refused, since its batches would be other ones.
 --init starts from a model file's weights (a fine-tune: its config, a fresh optimizer).
 
 Launched by ``torchrun`` (torch's own launcher), N processes train data-parallel
@@ -219,6 +221,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
     model = NeuROKModel(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=1e-4)
     checkpoint, step, elapsed = out / "checkpoint.pt", 0, 0.0
+    shards = corpus_shards(corpus)
     if checkpoint.exists():
         payload = read_checkpoint(checkpoint)
         if payload["config"] != model.config_dict():
@@ -227,6 +230,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
                                      ("pairs", pairs, "uniform"), ("init", init and init.name, None)):
             if payload["about"].get(name, default) != value:
                 raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
+        _check_same_shards(checkpoint, payload["about"].get("shards"), shards)
         model.load_state_dict(payload["weights"])
         optimizer.load_state_dict(payload["optimizer"])
         step, elapsed = payload["step"], payload["about"]["seconds"]
@@ -253,7 +257,14 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
     def about():
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
-                "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name}
+                "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name,
+                "shards": shards}
+
+    def save(path: Path, **state) -> None:  # the weights, and beside them what they were trained on
+        save_checkpoint(path, model, about(), **state)
+        manifest = out / "manifest.json"
+        manifest.with_suffix(".partial").write_text(json.dumps(about(), indent=1))
+        os.replace(manifest.with_suffix(".partial"), manifest)
 
     began, last = time.perf_counter() - elapsed, min(steps, until or steps)
     drawn = batches(corpus, items, seed, step, last, share, config, draw_workers, pairs)
@@ -281,14 +292,35 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
                         held = losses(model, validation, kl_weight=weight)
                     write_log_row(log, step, elapsed, weight, values, held)
             if lead and step % save_every == 0:
-                save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
+                save(checkpoint, optimizer=optimizer.state_dict(), step=step)
     if lead:
-        save_checkpoint(checkpoint, model, about(), optimizer=optimizer.state_dict(), step=step)
-        save_checkpoint(out / "neurok.pt", model, about())
+        save(checkpoint, optimizer=optimizer.state_dict(), step=step)
+        save(out / "neurok.pt")
     if processes.world > 1:  # the ranks leave together, not while process 0 still saves
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
     return out / "neurok.pt"
+
+
+def corpus_shards(corpus: Path) -> dict[str, int]:
+    """The corpus's shards (name: bytes), training and held out: the batches of step s are drawn from
+    the sequences in this order, so a run resumes only on the same ones."""
+    return {path.name: path.stat().st_size for path in sorted(corpus.glob("*.npz"))
+            if not path.name.endswith(".partial.npz")}
+
+
+def _check_same_shards(checkpoint: Path, trained: dict | None, present: dict) -> None:
+    """ValueError unless the corpus holds the shards the checkpoint was trained on (checkpoints that
+    predate the list pass)."""
+    if trained is None or trained == present:
+        return
+    added = sorted(set(present) - set(trained))
+    gone = sorted(set(trained) - set(present))
+    changed = sorted(k for k in set(trained) & set(present) if trained[k] != present[k])
+    said = "; ".join(f"{what}: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+                     for what, names in (("added", added), ("missing", gone), ("changed", changed)) if names)
+    raise ValueError(f"{checkpoint} was trained on another corpus ({said}): a resume would draw other batches; "
+                     f"train a new run from its weights (--init) to use this corpus")
 
 
 def out_of_time(elapsed: float, hours: float | None, processes: Processes, device) -> bool:

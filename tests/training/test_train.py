@@ -98,6 +98,25 @@ def test_a_fine_tune_starts_from_the_weights_it_is_given_and_a_resume_must_keep_
               config=dataclasses.replace(TINY, width=16), init=base)
 
 
+def test_a_resume_must_find_the_shards_it_trained_on(tmp_path):
+    """The run lists its shards in OUT/manifest.json; another shard in the corpus would change every
+    later batch, so the resume is refused and says which."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    train(corpus, tmp_path / "run", steps=2, until=1, batch=2, seed=0, device="cpu", config=TINY)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert sorted(manifest["shards"]) == ["articulated-heldout-00000.npz", "articulated-train-00000.npz"]
+    assert manifest["steps"] == 1
+    write_shard(corpus / "articulated-train-00001.npz", [sample_articulated(2, "train")], (2, 3), "t")
+    with pytest.raises(ValueError, match="another corpus .added: articulated-train-00001.npz"):
+        train(corpus, tmp_path / "run", steps=2, batch=2, seed=0, device="cpu", config=TINY)
+    (corpus / "articulated-train-00001.npz").unlink()
+    train(corpus, tmp_path / "run", steps=2, batch=2, seed=0, device="cpu", config=TINY)  # the same shards again
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["steps"] == 2
+
+
 def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
