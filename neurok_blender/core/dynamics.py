@@ -33,6 +33,7 @@ MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesk
 # the surface longer (a box landing at 5 m/s sank 2 cm and crept out over half a second). The
 # explicit methods' caps (contact.plane_forces) hold it lower still.
 OVERDAMPED = 3.0
+RESOLVED_PHASE = math.pi  # omega h of the contact's spring up to which a step resolves it (trapezoidal)
 NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
 # converges quadratically, so what is left after it is of the order of its square
@@ -150,6 +151,7 @@ class LagrangianSystem:
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
+        self.arrival = 0.0  # m/s: the fastest a pushed pair moved along its normal in the implicit steps since cleared
         # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
         self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
 
@@ -661,21 +663,30 @@ class LagrangianSystem:
         """Whether contact points can meet a surface, the ground or a collider (its springs may set the steps)."""
         return self.n_contact > 0 and (self.env.ground_height is not None or self.obstacles is not None)
 
-    def clear_of_contact(self, q, q_dot, t: float, span: float) -> bool:
-        """Whether no contact point of any body can reach the ground or a collider within [t, t + span]:
+    def clear_of_contact(self, q, q_dot, t: float, span: float) -> torch.Tensor:
+        """Which bodies (B,) no contact point of can reach the ground or a collider within [t, t + span]:
         above the ground by twice its ballistic drop, (-v_z)+ span + 1/2 g span^2, plus SLACK (a frame
         begun in flight that touches is redone at the contact's steps: a wasted attempt), and out of
         every collider's reach at its speed."""
+        clear = torch.ones(q.shape[0], dtype=torch.bool)
         if not self.touchable:
-            return True
+            return clear
         x, v = self._contact_motion(q, q_dot)
         if self.env.ground_height is not None:
             drop = (-v[..., 2]).clamp(min=0.0) * span + 0.5 * max(0.0, -float(self.gravity[2])) * span**2
-            if not bool((x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all()):
-                return False
+            clear = (x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all(1)
+            if not bool(clear.any()):
+                return clear
         if self.obstacles is None:
-            return True
-        return self.obstacles.clear(x.numpy(), v.numpy(), t, span, self._surface_motion(q, t, keep=False))
+            return clear
+        reach = self.obstacles.planes(x.numpy(), v.numpy(), t, span, None, self._surface_motion(q, t, keep=False))
+        return clear & ~torch.as_tensor(reach.active.reshape(q.shape[0], -1).any(1))
+
+    def touching(self, q) -> torch.Tensor:
+        """Which bodies (B,) press a contact point into the ground, a collider or another body at ``q``."""
+        if self.planes is None or not self.n_contact:
+            return torch.zeros(q.shape[0], dtype=torch.bool)
+        return (self._planes_at(q).depth(self._acting(q)[0][:, :self.n_contact]) > 0).any(1)
 
     @property
     def damped(self) -> bool:
@@ -739,7 +750,12 @@ class LagrangianSystem:
         k (d_1+^2 - d_0+^2) / (2 (d_1 - d_0)) along n: its work over the step is the change of its
         energy exactly, however far the step is from resolving it, when it starts or stops acting
         within the step (a point that reaches a surface in the step, one that leaves it), and while
-        both ends are compressed it is the trapezoidal rule's k (d_0 + d_1) / 2. The dashpot and the
+        both ends are compressed it is the trapezoidal rule's k (d_0 + d_1) / 2. A step too long to
+        resolve the spring, sqrt(k) h > RESOLVED_PHASE (a frame at rest, trajectory.REST_SUBSTEPS), takes
+        it at the step's end instead, k d_1+ (backward Euler: a body resting on it holds still, where a
+        pair meeting the surface within the step met the discrete gradient's weak force and hopped), the
+        excess over the discrete gradient with the dissipative part; ``arrival`` keeps the fastest
+        normal speed |n^T J v - n . u| of a pushed pair at a step's start (trajectory.IMPACT_SPEED). The dashpot and the
         friction act at the end's velocity (backward Euler: they only take energy out) on the pairs
         compressed at its end: the dashpot with the coefficient the step began with, friction as the
         regularized Coulomb law -mu N t / sqrt(|t|^2 + eps^2) of the end's slip t, with the normal force
@@ -812,18 +828,22 @@ class LagrangianSystem:
         if start is None:  # a pair that reaches a surface within the step meets its spring alone there
             dashpot = grip = torch.zeros_like(depth)
         slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
+        unresolved = torch.sqrt(self.per_body["contact_stiffness"]) * h > RESOLVED_PHASE  # (B,)
+        ending = unresolved[:, None].to(depth.dtype).expand_as(depth)
         drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
         if self._carried is None:  # each body alone: its own small system
-            contact = _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip)
+            contact = _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip, ending)
             change, (pushing, resist, friction), resisting = self._newton(base, rhs, change, q_dot, contact, h,
                                                                           self.rolling)
             applied, loads = rayleigh(change) + resisting, torch.zeros_like(change)
         else:  # bodies meet: one system for all, each pair pushing on both
             change, (pushing, resist, friction), applied, loads = self._coupled(
                 q, q_dot, s, base, rhs, change, planes, jacobian,
-                _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip), h, start)
+                _Pairs(along, slide, depth, surface, drift, spring, dashpot, grip, ending), h, start)
             applied = applied + rayleigh(change)
         self.pressed = pushing > 0  # a bounce may begin and end within the step (restitute)
+        normal = ((along @ q_dot[..., None])[..., 0] - surface).abs() * self.pressed  # |v_n| at the start, pairs pushed
+        self.arrival = max(self.arrival, float(normal.max()))
         self._pins_power(q_dot, s, change, h, t0)
         if self.rolling is not None and self._carried is None:
             applied = applied + self.rolling[1][:, None] * (self.rolling[0] @ q_dot[..., None])[..., 0]
@@ -883,7 +903,7 @@ class LagrangianSystem:
         joint = _Pairs(along, slide.reshape(1, len(body), 3, b * n), pick(pairs.depth),
                        torch.where(moving, 0.0, pairs.surface[body, pair])[None],
                        torch.where(moving[:, None], 0.0, pairs.drift[body, pair])[None], pick(pairs.spring),
-                       pick(pairs.dashpot), pick(pairs.grip))
+                       pick(pairs.dashpot), pick(pairs.grip), pick(pairs.ending))
         wide_base = torch.block_diag(*base)[None]
         if start is not None:  # the start's push back and anchors' power, replaced below
             springs, resists = start[0], start[1]
@@ -1008,6 +1028,7 @@ class _Pairs:
     spring: torch.Tensor | np.ndarray
     dashpot: torch.Tensor | np.ndarray
     grip: torch.Tensor | np.ndarray
+    ending: torch.Tensor | np.ndarray  # (B, P) 1 where the step does not resolve the spring (backward Euler), else 0
 
 
 def _positive_part(matrix):
@@ -1051,11 +1072,15 @@ def _contact_newton(base, rhs, change, q_dot, pairs: _Pairs, h: float, eps: floa
         velocity = q_dot + change
         ended = pairs.depth - h * (apply(along, q_dot + 0.5 * change) - pairs.surface)
         pushing, stiffening = _discrete_spring(pairs.spring, pairs.depth, ended)
+        # where the step does not resolve the spring, it acts at the step's end: k d_1+, the excess over
+        # the discrete gradient booked with the dissipative part
+        excess = pairs.ending * (pairs.spring * np.maximum(ended, 0.0) - pushing)
+        stiffening = stiffening + pairs.ending * (pairs.spring * (ended > 0) - stiffening)
         normal_speed = apply(along, velocity) - pairs.surface
         on = (ended > 0).astype(q_dot.dtype) if held is None else held[0]
         damped = pairs.dashpot * on
-        holds = ((pushing - damped * normal_speed) > 0).astype(q_dot.dtype) if held is None else held[1]
-        resist = np.where(holds > 0, -damped * normal_speed, -pushing)  # the normal force never pulls:
+        holds = ((pushing + excess - damped * normal_speed) > 0).astype(q_dot.dtype) if held is None else held[1]
+        resist = np.where(holds > 0, excess - damped * normal_speed, -pushing)  # the normal force never pulls:
         resisting = (resist[:, None] @ along)[:, 0]  # where it would, none acts
         friction, rubbing = np.zeros((b, count, 3)), None
         if rubs:  # f_t = -mu N t / s, s = sqrt(|t|^2 + eps^2), t the slip

@@ -22,6 +22,16 @@ MIN_SUBSTEPS = 4
 # implicit step, whose steps its damping does not set
 FLIGHT_RK4 = 3
 FLIGHT_SPIN = 1.0  # rad/s
+# A frame that starts on the ground or a collider and meets no impact in it takes the steps of its
+# motion (REST_SUBSTEPS at least), not those of the contact's stiff springs: its steps then no longer
+# resolve the springs, which act at each step's end (backward Euler, dynamics.RESOLVED_PHASE), so a
+# body resting, sliding or rolling on them holds still where the trapezoidal rule's crossing springs
+# made it hop by g h^2. A frame in which a pushed pair moved along its surface's normal faster than
+# IMPACT_SPEED (coming at it or leaving it) is redone at the contact's steps: an impact, its bounce
+# included, is resolved by them. Below it a bounce would rise at most IMPACT_SPEED^2 / 2 g = 2 mm,
+# which backward Euler's springs take out.
+REST_SUBSTEPS = 2
+IMPACT_SPEED = 0.2  # m/s
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 IMPLICIT_SPIN_STEP = 0.1  # rad: no implicit step turns a deforming body further (spin_substeps)
@@ -32,7 +42,8 @@ MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2,
 # error a step, (omega h)^3 / 24, grows eightfold and an overdamped creep left its analytic path
 # (tests/core/test_physics.py). The implicit step is stable at any omega h: at pi a linear spring
 # turns by at most half a period a step (the trapezoidal rule's 2 atan(pi / 2) = 2.0 rad), so a bounce
-# spans a step or more (at 24 fps the ground's springs, k = 1e5 s^-2, take 5 steps a frame); the
+# spans a step or more (at 24 fps the ground's springs, k = 1e5 s^-2, take 5 steps a frame, except at
+# rest: REST_SUBSTEPS); the
 # potential stiffens away from rest, where a step linearized over a large move overshoots, so it
 # keeps IMPLICIT_POTENTIAL_PHASE
 IMPLICIT_POTENTIAL_PHASE = 2.0
@@ -102,6 +113,20 @@ def rate_substeps(rates: Rates, fps: float, method: str) -> int:
                math.ceil(decay / (fps * STEP_DECAY)))
 
 
+def resting_substeps(system: LagrangianSystem, fps: float, method: str, q: torch.Tensor | None,
+                     q_dot: torch.Tensor) -> int:
+    """Steps per frame on the ground without an impact (REST_SUBSTEPS at least): the implicit step's
+    for the body alone (its chart, its Rayleigh decay, the pins), and for the potential only when
+    nothing damps it, since the implicit step damps each deformation exactly by exp(-c h) a step
+    whatever omega h; 0 for a method that takes no such frames."""
+    if method != "implicit":
+        return 0
+    rates = system.fastest_rates(q, contact=False)
+    if system.damped:
+        rates = Rates(rates.springs, 0.0, rates.decay)
+    return max(REST_SUBSTEPS, chart_substeps(system, fps, q_dot), rate_substeps(rates, fps, method))
+
+
 def relaxing_start(system: LagrangianSystem, method: str, substeps: int | None) -> bool:
     """Whether the run sizes its steps at rest and each frame by the state it starts from, rather than
     the whole run by its start: so for a damped body when the steps are automatic. A pulled start
@@ -155,7 +180,9 @@ class Run:
     non-finite or unstable is redone with more. A frame that starts clear of the ground takes the
     steps of the body alone (``flight_substeps``), not those of the ground's stiff springs, and is
     redone with those if a contact force acted in it after all: contact is always integrated at its
-    own steps. With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
+    own steps. One that starts on the ground (each body pressing on it or clear of it) takes its
+    motion's (``resting_substeps``) and is redone at the contact's if an impact happens in it
+    (IMPACT_SPEED). With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
     size per second for SLEEP_TIME) sleeps: its last tiny kinetic energy is booked as dissipated and
     its frames repeat, unintegrated, until a load acts or its material changes (``use``), as a rigid
     body engine deactivates; a body that keeps moving (an undamped wobble, a slow roll) never does.
@@ -195,10 +222,11 @@ class Run:
         self.rest_rates = system.fastest_rates() if self.relaxing else None
         if self.fixed_substeps:
             self.substeps = max(self.fixed_substeps, chart_substeps(system, self.fps, self.q_dot))
-            self.flight_substeps = self.substeps
+            self.flight_substeps = self.resting = self.substeps
         else:
             self.substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot)
             self.flight_substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot, contact=False)
+            self.resting = resting_substeps(system, self.fps, self.method, sized_at, self.q_dot)
             if self.requested == AUTO and self.method == "implicit":
                 explicit = choose_substeps(system, self.fps, "rk4", sized_at, self.q_dot, contact=False)
                 if explicit <= FLIGHT_RK4 * self.flight_substeps:
@@ -229,18 +257,30 @@ class Run:
             flight_method, flight = self.spinning
         flight = max(flight, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, flight_method))
         cheaper = flight < base or flight_method != self.method
-        flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
-        steps = flight if flying else base
+        rest = max(self.resting, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, self.method))
+        flying = resting = False
+        if not self.relaxing and (cheaper or (self.resting and rest < base)):
+            clear = system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
+            flying = cheaper and bool(clear.all())
+            # on the ground, each body either pressing on it or clear of it (then its flight's steps)
+            resting = not flying and self.resting and rest < base and bool((clear | system.touching(q)).all())
+            if resting and bool(clear.any()):
+                rest = max(rest, self.flight_substeps)
+                resting = rest < base
+        steps = flight if flying else rest if resting else base
         snapshot, attempts = system.snapshot(), 0
         while True:
             if attempts:  # one that failed may have recentered, flowed or met colliders on the way
                 system.restore(snapshot)  # (the first keeps what the last frame's energies evaluated)
             attempts += 1
-            system.touched = False
+            system.touched, system.arrival = False, 0.0
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps,
                                      flight_method if flying else self.method)
             if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
                 flying, steps = False, base
+                continue
+            if resting and (advanced is None or system.arrival > IMPACT_SPEED):  # an impact: the contact's steps
+                resting, steps = False, base
                 continue
             if advanced is not None:
                 energy = system.energies(advanced[0], advanced[1])
@@ -248,8 +288,9 @@ class Run:
                 balance = _stored(energy) - work + dissipated - self.total0
                 if bool(((balance - self.balance).abs() <= EXPLOSION * self.scale).all()):
                     break
-            if flying:  # unstable in flight: the frame again at the full steps, then refined from there
-                flying, steps = False, base
+            if flying or resting:  # unstable in flight or at rest: the frame again at the full steps, then refined
+                flying = resting = False
+                steps = base
                 continue
             if steps >= base * MAX_REFINEMENT:
                 what = "non-finite" if advanced is None else "unstable (its energy grew without a source)"

@@ -8,6 +8,7 @@ import torch
 
 from neurok_blender.core import (Conditions, Environment, Force, LagrangianSystem, Pull, RigidBodyMap,
                                  SimulationCancelled, SimulationError, live, rollout, simulate)
+from neurok_blender.core.trajectory import REST_SUBSTEPS
 from shapes import box
 
 NO_GRAVITY = (0.0, 0.0, 0.0)
@@ -347,6 +348,31 @@ def test_frames_in_flight_take_the_bodys_steps_and_contact_always_the_grounds():
     assert steps[:6] == [4] * 6 and steps[-1] == 14  # falls 0.5 m in 0.32 s (frame 7.7), then rests
     fixed = simulate(v, f, dataclasses.replace(conditions, substeps=14)).positions
     np.testing.assert_allclose(np.array(frames), fixed, atol=1e-9)
+
+
+def test_frames_on_the_ground_take_the_motions_steps_and_an_impact_the_contacts():
+    """The box dropped from 0.5 m under the implicit step: the landing frames run at the ground
+    spring's 5 steps (a frame on the ground in which a contact point hits or leaves its surface
+    faster than IMPACT_SPEED is redone at those), so it bounces as it does at 5 steps throughout,
+    and the frames it spends on the ground at REST_SUBSTEPS (2), where its springs act at each step's
+    end: it rests within 0.1 mm of where it rests at 5 steps. At 2 steps the trapezoidal rule's springs
+    (a pair reaching the ground within a step meets a weak average force) made a box on a table hop
+    by 12 mm."""
+    v, f = box(corner=(0.0, 0.0, 0.5))
+    conditions = Conditions(frames=36, ground_height=0.0)
+    body = live(v, f, conditions)
+    frames, steps = [body.positions()], []
+    for _ in range(35):
+        frames.append(body.step())
+        steps.append(body.run.steps)
+    assert body.run.substeps == 5 and body.run.resting == REST_SUBSTEPS == 2
+    landed = steps.index(5, steps.index(4))  # the first frame after its flight's 4 steps
+    awake = [n for n in steps if n]  # it sleeps once at rest
+    assert steps[landed:landed + 2] == [5, 5] and awake[-6:] == [2] * 6
+    fixed = simulate(v, f, dataclasses.replace(conditions, substeps=5)).positions
+    bottom, fixed_bottom = np.array(frames)[:, :, 2].min(1), fixed[:, :, 2].min(1)
+    assert abs(bottom[landed:].max() - fixed_bottom[landed:].max()) < 1e-3  # the bounce's height
+    assert np.abs(bottom[-12:] - fixed_bottom[-1]).max() < 1e-4  # at rest, still
 
 
 def test_pins_are_checked_and_hold_a_falling_body_by_one_corner():
