@@ -663,24 +663,21 @@ class LagrangianSystem:
         """Whether contact points can meet a surface, the ground or a collider (its springs may set the steps)."""
         return self.n_contact > 0 and (self.env.ground_height is not None or self.obstacles is not None)
 
-    def clear_of_contact(self, q, q_dot, t: float, span: float) -> torch.Tensor:
-        """Which bodies (B,) no contact point of can reach the ground or a collider within [t, t + span]:
+    def clear_of_contact(self, q, q_dot, t: float, span: float) -> bool:
+        """Whether no contact point of any body can reach the ground or a collider within [t, t + span]:
         above the ground by twice its ballistic drop, (-v_z)+ span + 1/2 g span^2, plus SLACK (a frame
         begun in flight that touches is redone at the contact's steps: a wasted attempt), and out of
         every collider's reach at its speed."""
-        clear = torch.ones(q.shape[0], dtype=torch.bool)
         if not self.touchable:
-            return clear
+            return True
         x, v = self._contact_motion(q, q_dot)
         if self.env.ground_height is not None:
             drop = (-v[..., 2]).clamp(min=0.0) * span + 0.5 * max(0.0, -float(self.gravity[2])) * span**2
-            clear = (x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all(1)
-            if not bool(clear.any()):
-                return clear
+            if not bool((x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all()):
+                return False
         if self.obstacles is None:
-            return clear
-        reach = self.obstacles.planes(x.numpy(), v.numpy(), t, span, None, self._surface_motion(q, t, keep=False))
-        return clear & ~torch.as_tensor(reach.active.reshape(q.shape[0], -1).any(1))
+            return True
+        return self.obstacles.clear(x.numpy(), v.numpy(), t, span, self._surface_motion(q, t, keep=False))
 
     def touching(self, q) -> torch.Tensor:
         """Which bodies (B,) press a contact point into the ground, a collider or another body at ``q``."""

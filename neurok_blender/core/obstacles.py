@@ -219,6 +219,10 @@ class Obstacles:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(rows), np.concatenate(cols)
 
+    def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
+        """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
+        return not self.planes(x, v, t, h, None, surfaces).active.any()
+
 
 def along_frames(frames, f: float):
     """The value at frame f of values given at frames 0..K-1 (``frames[k]``, numpy or torch): linear

@@ -273,4 +273,5 @@ def simulate_scene(bodies: list[tuple], model=None, progress: Callable[[int, int
                              energy={k: e[:, i] for k, e in trajectory.energy.items()},
                              substeps=trajectory.substeps, integrator=trajectory.method,
                              refined_frames=trajectory.refined_frames, asleep_frames=trajectory.asleep_frames,
+                             steps=trajectory.steps,
                              report=b.report) for i, b in enumerate(prepared)]

@@ -52,11 +52,12 @@ class SimulationResult:
     pose: dict[str, np.ndarray]  # rigid: "translation" (frames, 3) centre of mass, "rotation" (frames, 3, 3)
     coordinates: np.ndarray  # (frames, n) generalized coordinates, each frame in its own chart
     energy: dict[str, np.ndarray]  # (frames,) each: kinetic, potential, gravity, contact, pins, load_work, dissipated, total, balance
-    substeps: int  # integration steps per frame, at least (fast or refined frames take more)
+    substeps: int  # integration steps of a frame that meets the ground (fewer at rest or in flight, more when fast)
     integrator: str  # the method that ran (Conditions.integrator, ``auto`` resolved)
     report: Report  # what the solver chose
     refined_frames: int = 0  # frames redone with more steps after going non-finite (trajectory.MAX_REFINEMENT)
     asleep_frames: int = 0  # frames the body slept through at rest (Conditions.sleep)
+    steps: int = 0  # integration steps of the whole run, redone frames' last attempt counted
 
 
 @dataclasses.dataclass
@@ -142,6 +143,7 @@ def simulate(vertices, faces, conditions: Conditions | None = None, model=None,
                             energy={k: e[:, 0] for k, e in trajectory.energy.items()},
                             substeps=trajectory.substeps, integrator=trajectory.method,
                             refined_frames=trajectory.refined_frames, asleep_frames=trajectory.asleep_frames,
+                            steps=trajectory.steps,
                             report=body.report)
 
 

@@ -22,14 +22,14 @@ MIN_SUBSTEPS = 4
 # implicit step, whose steps its damping does not set
 FLIGHT_RK4 = 3
 FLIGHT_SPIN = 1.0  # rad/s
-# A frame that starts on the ground or a collider and meets no impact in it takes the steps of its
-# motion (REST_SUBSTEPS at least), not those of the contact's stiff springs: its steps then no longer
-# resolve the springs, which act at each step's end (backward Euler, dynamics.RESOLVED_PHASE), so a
-# body resting, sliding or rolling on them holds still where the trapezoidal rule's crossing springs
-# made it hop by g h^2. A frame in which a pushed pair moved along its surface's normal faster than
-# IMPACT_SPEED (coming at it or leaving it) is redone at the contact's steps: an impact, its bounce
-# included, is resolved by them. Below it a bounce would rise at most IMPACT_SPEED^2 / 2 g = 2 mm,
-# which backward Euler's springs take out.
+# A frame that starts with every body pressing on the ground, a collider or another body, and meets no
+# impact in it, takes the steps of its motion (REST_SUBSTEPS at least), not those of the contact's
+# stiff springs: its steps then no longer resolve the springs, which act at each step's end (backward
+# Euler, dynamics.RESOLVED_PHASE), so a body resting, sliding or rolling on them holds still where the
+# trapezoidal rule's crossing springs made it hop by g h^2. A frame in which a pushed pair moved along
+# its surface's normal faster than IMPACT_SPEED (coming at it or leaving it) is redone at the
+# contact's steps: an impact, its bounce included, is resolved by them. Below it a bounce would rise
+# at most IMPACT_SPEED^2 / 2 g = 2 mm, which backward Euler's springs take out.
 REST_SUBSTEPS = 2
 IMPACT_SPEED = 0.2  # m/s
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
@@ -74,10 +74,11 @@ class Trajectory:
     pose: dict[str, np.ndarray]  # KinematicMap.pose per frame, (F, B, ...)
     points: np.ndarray  # (F, B, P, 3) float32 world positions of the requested output points
     energy: dict[str, np.ndarray]  # each (F, B)
-    substeps: int  # integration steps per frame, at least (see rollout)
+    substeps: int  # integration steps of a frame that meets the ground (see Run)
     method: str  # the integrator that ran (``auto`` resolved; a damped stiff start's first frames may take another)
     refined_frames: int = 0  # frames redone with more steps after going non-finite or unstable
     asleep_frames: int = 0  # frames the body slept through at rest (Run)
+    steps: int = 0  # integration steps of the whole run (each frame's accepted attempt)
 
 
 def choose_method(method: str) -> str:
@@ -180,9 +181,9 @@ class Run:
     non-finite or unstable is redone with more. A frame that starts clear of the ground takes the
     steps of the body alone (``flight_substeps``), not those of the ground's stiff springs, and is
     redone with those if a contact force acted in it after all: contact is always integrated at its
-    own steps. One that starts on the ground (each body pressing on it or clear of it) takes its
+    own steps. One that starts with every body pressing on the ground, a collider or another body takes its
     motion's (``resting_substeps``) and is redone at the contact's if an impact happens in it
-    (IMPACT_SPEED). With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
+    (IMPACT_SPEED); a frame after one with an impact takes the contact's steps straight away. With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
     size per second for SLEEP_TIME) sleeps: its last tiny kinetic energy is booked as dissipated and
     its frames repeat, unintegrated, until a load acts or its material changes (``use``), as a rigid
     body engine deactivates; a body that keeps moving (an undamped wobble, a slow roll) never does.
@@ -196,6 +197,7 @@ class Run:
         self.sleeps, self.slept = sleep, 0  # asleep and still (frames at rest in a row) are set by use
         self._drawn = None  # (q, its output points): a sleeping body is drawn once
         self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
+        self.impacting = False  # whether an impact went on in the last frame (the next one then takes the contact's steps)
         self.steps = 0  # integration steps of the last frame made
         self.incoming = torch.full((q0.shape[0],), torch.nan, dtype=q0.dtype)  # an impact's incoming speed (restitute)
         self.work = torch.zeros(q0.shape[0], dtype=q0.dtype)
@@ -258,15 +260,9 @@ class Run:
         flight = max(flight, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, flight_method))
         cheaper = flight < base or flight_method != self.method
         rest = max(self.resting, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, self.method))
-        flying = resting = False
-        if not self.relaxing and (cheaper or (self.resting and rest < base)):
-            clear = system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
-            flying = cheaper and bool(clear.all())
-            # on the ground, each body either pressing on it or clear of it (then its flight's steps)
-            resting = not flying and self.resting and rest < base and bool((clear | system.touching(q)).all())
-            if resting and bool(clear.any()):
-                rest = max(rest, self.flight_substeps)
-                resting = rest < base
+        flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
+        resting = not (flying or self.relaxing or self.impacting) and self.resting and rest < base \
+            and bool(system.touching(q).all())
         steps = flight if flying else rest if resting else base
         snapshot, attempts = system.snapshot(), 0
         while True:
@@ -298,7 +294,7 @@ class Run:
                                       f"even with {steps} steps")
             steps *= 2
         self.refined += steps > base
-        self.steps = steps
+        self.steps, self.impacting = steps, system.arrival > IMPACT_SPEED
         self.q, self.q_dot, self.incoming = advanced[:3]
         self.work, self.dissipated, self.balance, self.frame = work, dissipated, balance, frame
         energy["load_work"], energy["dissipated"] = work, dissipated
@@ -351,10 +347,11 @@ def rollout(
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
     run = Run(system, q0, q_dot0, fps, method, output_points, substeps, sleep)
-    rows = [run.row()]
+    rows, steps = [run.row()], 0
     for frame in range(1, frames):
         run.advance()
         rows.append(run.row())
+        steps += run.steps
         if progress is not None and progress(frame, frames - 1) is False:
             raise SimulationCancelled(f"cancelled at frame {frame} of {frames - 1}")
 
@@ -372,6 +369,7 @@ def rollout(
         method=run.method,
         refined_frames=run.refined,
         asleep_frames=run.slept,
+        steps=steps,
     )
 
 

@@ -369,6 +369,7 @@ def test_frames_on_the_ground_take_the_motions_steps_and_an_impact_the_contacts(
     landed = steps.index(5, steps.index(4))  # the first frame after its flight's 4 steps
     awake = [n for n in steps if n]  # it sleeps once at rest
     assert steps[landed:landed + 2] == [5, 5] and awake[-6:] == [2] * 6
+    assert simulate(v, f, conditions).steps == sum(steps)  # the run's count, as the live body took them
     fixed = simulate(v, f, dataclasses.replace(conditions, substeps=5)).positions
     bottom, fixed_bottom = np.array(frames)[:, :, 2].min(1), fixed[:, :, 2].min(1)
     assert abs(bottom[landed:].max() - fixed_bottom[landed:].max()) < 1e-3  # the bounce's height
