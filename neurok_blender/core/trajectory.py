@@ -30,7 +30,7 @@ FLIGHT_SPIN = 1.0  # rad/s
 # its surface's normal faster than IMPACT_SPEED (coming at it or leaving it) is redone at the
 # contact's steps: an impact, its bounce included, is resolved by them. Below it a bounce would rise
 # at most IMPACT_SPEED^2 / 2 g = 2 mm, which backward Euler's springs take out.
-REST_SUBSTEPS = 2
+REST_SUBSTEPS = 1
 IMPACT_SPEED = 0.2  # m/s
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
