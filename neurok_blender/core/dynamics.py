@@ -33,6 +33,7 @@ MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesk
 # the surface longer (a box landing at 5 m/s sank 2 cm and crept out over half a second). The
 # explicit methods' caps (contact.plane_forces) hold it lower still.
 OVERDAMPED = 3.0
+HARD_IMPACT = 0.2  # m/s: a rigid body's impact from this speed is capped at every step (restitute)
 RESOLVED_PHASE = math.pi  # omega h of the contact's spring up to which a step resolves it (trapezoidal)
 NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
@@ -566,8 +567,10 @@ class LagrangianSystem:
         relative to their surfaces, as the step began, before the spring slowed it; NaN in flight) and
         ends when none is reached. The excess of the speed away over e v_in is then taken out of the
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
-        in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2)
-        is returned as dissipated. Between two bodies the same law holds for their relative velocity,
+        in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
+        returned as dissipated; for a rigid body coming faster than HARD_IMPACT, at the end of every
+        step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose 0.105 m
+        where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left in). Between two bodies the same law holds for their relative velocity,
         shared as momentum is (``_restitute_bodies``).
         Returns (q_dot, incoming, dissipated (B,)).
         """
@@ -593,14 +596,17 @@ class LagrangianSystem:
             towards = (-((q_dot_before[:, :3] - surface) * normal).sum(-1)).clamp(min=0.0)
             incoming = torch.where(starting, towards, incoming)
         leaving = ~touching & ~torch.isnan(incoming)
-        if not bool(leaving.any()):
+        # a rigid body's impact: at every step's end (a learned body's coordinates take part of it
+        # and give it back, and its contact may part and meet again within the impact)
+        capped = leaving | (~touching.new_tensor(self.deforms) & (incoming.nan_to_num() > HARD_IMPACT))
+        if not bool(capped.any()):
             return q_dot, incoming, dissipated
         n = self._impact_normal
         rise = ((q_dot[:, :3] - surface) * n).sum(-1)
-        kept = torch.where(leaving, torch.minimum(rise, _allowed(self.impact, incoming)), rise)
+        kept = torch.where(capped, torch.minimum(rise, _allowed(self.impact, incoming)), rise)
         dissipated = dissipated + 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
         q_dot = torch.cat([q_dot[:, :3] + (kept - rise)[:, None] * n, q_dot[:, 3:]], 1)
-        return q_dot, torch.where(leaving, torch.nan, incoming), dissipated
+        return q_dot, torch.where(~touching, torch.nan, incoming), dissipated
 
     def _restitute_bodies(self, q_dot, q_dot_before, planes, pressed, within):
         """Newton's law over an impact between two bodies a and b: their centres of mass part along n
