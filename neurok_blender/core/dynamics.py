@@ -152,7 +152,7 @@ class LagrangianSystem:
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
-        self.arrival = 0.0  # m/s: the fastest a pushed pair moved along its normal in the implicit steps since cleared
+        self.contact_speed = 0.0  # m/s: the fastest a pushed pair moved along its normal, implicit steps since cleared
         # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
         self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
 
@@ -569,9 +569,10 @@ class LagrangianSystem:
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
         in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
         returned as dissipated; for a rigid body coming faster than HARD_IMPACT, at the end of every
-        step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose 0.105 m
-        where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left in). Between two bodies the same law holds for their relative velocity,
-        shared as momentum is (``_restitute_bodies``).
+        step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose
+        0.105 m where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left
+        in). Between two bodies the same law holds for their relative velocity, shared as momentum is
+        (``_restitute_bodies``).
         Returns (q_dot, incoming, dissipated (B,)).
         """
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)
@@ -596,9 +597,9 @@ class LagrangianSystem:
             towards = (-((q_dot_before[:, :3] - surface) * normal).sum(-1)).clamp(min=0.0)
             incoming = torch.where(starting, towards, incoming)
         leaving = ~touching & ~torch.isnan(incoming)
-        # a rigid body's impact: at every step's end (a learned body's coordinates take part of it
-        # and give it back, and its contact may part and meet again within the impact)
-        capped = leaving | (~touching.new_tensor(self.deforms) & (incoming.nan_to_num() > HARD_IMPACT))
+        capped = leaving  # a learned body's coordinates take part of the impact and give it back, and
+        if not self.deforms:  # its contact may part and meet again within it: capped as it leaves
+            capped = capped | (incoming.nan_to_num() > HARD_IMPACT)
         if not bool(capped.any()):
             return q_dot, incoming, dissipated
         n = self._impact_normal
@@ -757,9 +758,9 @@ class LagrangianSystem:
         resolve the spring, sqrt(k) h > RESOLVED_PHASE (a frame at rest, trajectory.REST_SUBSTEPS), takes
         it at the step's end instead, k d_1+ (backward Euler: a body resting on it holds still, where a
         pair meeting the surface within the step met the discrete gradient's weak force and hopped), the
-        excess over the discrete gradient with the dissipative part; ``arrival`` keeps the fastest
-        normal speed |n^T J v - n . u| of a pushed pair at a step's start (trajectory.IMPACT_SPEED). The dashpot and the
-        friction act at the end's velocity (backward Euler: they only take energy out) on the pairs
+        excess over the discrete gradient with the dissipative part; ``contact_speed`` keeps the
+        fastest normal speed |n^T J v - n . u| of a pushed pair at a step's start (trajectory.IMPACT_SPEED).
+        The dashpot and the friction act at the end's velocity (backward Euler: they only take energy out) on the pairs
         compressed at its end: the dashpot with the coefficient the step began with, friction as the
         regularized Coulomb law -mu N t / sqrt(|t|^2 + eps^2) of the end's slip t, with the normal force
         N the step began with (a push under mu N holds: the body creeps at about eps, where a
@@ -846,7 +847,7 @@ class LagrangianSystem:
             applied = applied + rayleigh(change)
         self.pressed = pushing > 0  # a bounce may begin and end within the step (restitute)
         normal = ((along @ q_dot[..., None])[..., 0] - surface).abs() * self.pressed  # |v_n| at the start, pairs pushed
-        self.arrival = max(self.arrival, float(normal.max()))
+        self.contact_speed = max(self.contact_speed, float(normal.max()))
         self._pins_power(q_dot, s, change, h, t0)
         if self.rolling is not None and self._carried is None:
             applied = applied + self.rolling[1][:, None] * (self.rolling[0] @ q_dot[..., None])[..., 0]

@@ -181,10 +181,11 @@ class Run:
     non-finite or unstable is redone with more. A frame that starts clear of the ground takes the
     steps of the body alone (``flight_substeps``), not those of the ground's stiff springs, and is
     redone with those if a contact force acted in it after all: contact is always integrated at its
-    own steps. One that starts with every body pressing on the ground, a collider or another body takes its
-    motion's (``resting_substeps``) and is redone at the contact's if an impact happens in it
-    (IMPACT_SPEED); a frame after one with an impact takes the contact's steps straight away. With ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its
-    size per second for SLEEP_TIME) sleeps: its last tiny kinetic energy is booked as dissipated and
+    own steps. One that starts with every body pressing on the ground, a collider or another body
+    takes its motion's (``resting_substeps``) and is redone at the contact's if an impact happens in
+    it (IMPACT_SPEED); a frame after one with an impact takes the contact's steps straight away. With
+    ``sleep``, a body at rest (its mass points' RMS speed under SLEEP_SPEED of its size per second for
+    SLEEP_TIME) sleeps: its last tiny kinetic energy is booked as dissipated and
     its frames repeat, unintegrated, until a load acts or its material changes (``use``), as a rigid
     body engine deactivates; a body that keeps moving (an undamped wobble, a slow roll) never does.
     Work runs in inference mode: no autograd bookkeeping on the thousands of small operations of a run.
@@ -197,7 +198,7 @@ class Run:
         self.sleeps, self.slept = sleep, 0  # asleep and still (frames at rest in a row) are set by use
         self._drawn = None  # (q, its output points): a sleeping body is drawn once
         self.q, self.q_dot, self.frame, self.refined = q0, q_dot0, 0, 0
-        self.impacting = False  # whether an impact went on in the last frame (the next one then takes the contact's steps)
+        self.impacting = False  # an impact went on in the last frame: the next takes the contact's steps
         self.steps = 0  # integration steps of the last frame made
         self.incoming = torch.full((q0.shape[0],), torch.nan, dtype=q0.dtype)  # an impact's incoming speed (restitute)
         self.work = torch.zeros(q0.shape[0], dtype=q0.dtype)
@@ -224,11 +225,11 @@ class Run:
         self.rest_rates = system.fastest_rates() if self.relaxing else None
         if self.fixed_substeps:
             self.substeps = max(self.fixed_substeps, chart_substeps(system, self.fps, self.q_dot))
-            self.flight_substeps = self.resting = self.substeps
+            self.flight_substeps = self.rest_substeps = self.substeps
         else:
             self.substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot)
             self.flight_substeps = choose_substeps(system, self.fps, self.method, sized_at, self.q_dot, contact=False)
-            self.resting = resting_substeps(system, self.fps, self.method, sized_at, self.q_dot)
+            self.rest_substeps = resting_substeps(system, self.fps, self.method, sized_at, self.q_dot)
             if self.requested == AUTO and self.method == "implicit":
                 explicit = choose_substeps(system, self.fps, "rk4", sized_at, self.q_dot, contact=False)
                 if explicit <= FLIGHT_RK4 * self.flight_substeps:
@@ -259,9 +260,10 @@ class Run:
             flight_method, flight = self.spinning
         flight = max(flight, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, flight_method))
         cheaper = flight < base or flight_method != self.method
-        rest = max(self.resting, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, self.method))
+        rest = max(self.rest_substeps, latent_substeps(system, fps, q_dot),
+                   spin_substeps(system, fps, q_dot, self.method))
         flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
-        resting = not (flying or self.relaxing or self.impacting) and self.resting and rest < base \
+        resting = not (flying or self.relaxing or self.impacting) and self.rest_substeps and rest < base \
             and bool(system.touching(q).all())
         steps = flight if flying else rest if resting else base
         snapshot, attempts = system.snapshot(), 0
@@ -269,13 +271,13 @@ class Run:
             if attempts:  # one that failed may have recentered, flowed or met colliders on the way
                 system.restore(snapshot)  # (the first keeps what the last frame's energies evaluated)
             attempts += 1
-            system.touched, system.arrival = False, 0.0
+            system.touched, system.contact_speed = False, 0.0
             advanced = advance_frame(system, q, q_dot, self.incoming, (frame - 1) * dt, dt, steps,
                                      flight_method if flying else self.method)
             if flying and (advanced is None or system.touched):  # it reached the ground: the contact's steps
                 flying, steps = False, base
                 continue
-            if resting and (advanced is None or system.arrival > IMPACT_SPEED):  # an impact: the contact's steps
+            if resting and (advanced is None or system.contact_speed > IMPACT_SPEED):  # an impact: the contact's steps
                 resting, steps = False, base
                 continue
             if advanced is not None:
@@ -294,7 +296,7 @@ class Run:
                                       f"even with {steps} steps")
             steps *= 2
         self.refined += steps > base
-        self.steps, self.impacting = steps, system.arrival > IMPACT_SPEED
+        self.steps, self.impacting = steps, system.contact_speed > IMPACT_SPEED
         self.q, self.q_dot, self.incoming = advanced[:3]
         self.work, self.dissipated, self.balance, self.frame = work, dissipated, balance, frame
         energy["load_work"], energy["dissipated"] = work, dissipated

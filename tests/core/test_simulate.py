@@ -365,7 +365,7 @@ def test_frames_on_the_ground_take_the_motions_steps_and_an_impact_the_contacts(
     for _ in range(35):
         frames.append(body.step())
         steps.append(body.run.steps)
-    assert body.run.substeps == 5 and body.run.resting == REST_SUBSTEPS == 1
+    assert body.run.substeps == 5 and body.run.rest_substeps == REST_SUBSTEPS == 1
     landed = steps.index(5, steps.index(4))  # the first frame after its flight's 4 steps
     awake = [n for n in steps if n]  # it sleeps once at rest
     assert steps[landed:landed + 2] == [5, 5] and awake[-6:] == [1] * 6
