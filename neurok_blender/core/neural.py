@@ -316,7 +316,7 @@ class NeuralBodyMap(KinematicMap):
     def _skin_points(self, points, parts, output):
         """``attach``'s work: each mirror image's skinning and, for engine points, their field."""
         zero = torch.zeros(self.block, dtype=self.dtype)
-        images, firsts, seconds = [], [], []
+        images = []
         for index in range(self.mirrors.size):
             image = self.mirrors.reflect(points[0].detach(), index)
             model_points = (image.numpy() - self.shape.center) / self.shape.scale
@@ -334,20 +334,34 @@ class NeuralBodyMap(KinematicMap):
                 else:
                     rest = self._move(zero[None], points_t, skin)
             images.append((points_t, skin, rest))
-            if isinstance(self.motions, QuadraticMotions) and not output:
-                def moved(s):
-                    return self._reflect_vectors(index, self.scale * self._move(s[None], points_t, skin)[0])
-                firsts.append(torch.func.jacfwd(moved)(zero)[None])
-                seconds.append(firsts[-1].new_zeros(*firsts[-1].shape, self.block) if self.motions.second is None
-                               else torch.func.jacfwd(torch.func.jacfwd(moved))(zero)[None])
         field = None
-        if firsts:
-            first, second = self._block_field(firsts, seconds)
+        if isinstance(self.motions, QuadraticMotions) and not output:
+            first, second = self._block_field(*self._image_fields(images))
             if self._frame is None:  # the mass points come first: their field fixes the floating frame
                 self._frame = (self._rigid_part(first), self._rigid_part(second))
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
         return images, field
+
+    def _image_fields(self, images):
+        """Each mirror image's Y_g = d y_g / d s_g (1, P, 3, k) and Z_g (1, P, 3, k, k), y_g = g h F(z(s_g), g x),
+        all images in one forward-mode pass: every image's term is the same function of its own block
+        s_g, so the derivatives of their stacked points in one s are each image's in its block (a
+        cube's eight images took eight passes, each mostly the overhead of its many small operations)."""
+        zero = torch.zeros(self.block, dtype=self.dtype)
+        points = torch.cat([p for p, _, _ in images])
+        skin = Skinning(torch.cat([k.index for _, k, _ in images]), torch.cat([k.weight for _, k, _ in images]))
+
+        def moved(s):
+            return self.scale * self._move(s[None], points, skin)[0]
+
+        first = torch.func.jacfwd(moved)(zero)
+        second = first.new_zeros(*first.shape, self.block) if self.motions.second is None \
+            else torch.func.jacfwd(torch.func.jacfwd(moved))(zero)
+        sizes = [len(p) for p, _, _ in images]
+        signs = [torch.as_tensor(self.mirrors.signs[g], dtype=self.dtype) for g in range(len(images))]
+        return ([(y * sign[:, None])[None] for y, sign in zip(first.split(sizes), signs)],
+                [(z * sign[:, None, None])[None] for z, sign in zip(second.split(sizes), signs)])
 
     def _reflect_vectors(self, index, u):
         """g u for the ``index``-th reflection of vectors u (..., 3); the identity returns u itself."""
