@@ -33,7 +33,10 @@ MASS_REGULARIZATION = 1e-10  # relative to the mean diagonal of M, keeps Cholesk
 # the surface longer (a box landing at 5 m/s sank 2 cm and crept out over half a second). The
 # explicit methods' caps (contact.plane_forces) hold it lower still.
 OVERDAMPED = 3.0
-HARD_IMPACT = 0.2  # m/s: a rigid body's impact from this speed is capped at every step (restitute)
+# m/s: a contact point moving along its surface's normal this fast is in an impact, which the contact's
+# steps resolve (trajectory.Run) and whose rigid body's speed away is capped at every step (restitute);
+# a slower bounce rises at most IMPACT_SPEED^2 / 2 g = 2 mm
+IMPACT_SPEED = 0.2
 RESOLVED_PHASE = math.pi  # omega h of the contact's spring up to which a step resolves it (trapezoidal)
 NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
@@ -568,7 +571,7 @@ class LagrangianSystem:
         ends when none is reached. The excess of the speed away over e v_in is then taken out of the
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
         in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
-        returned as dissipated; for a rigid body coming faster than HARD_IMPACT, at the end of every
+        returned as dissipated; for a rigid body coming faster than IMPACT_SPEED, at the end of every
         step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose
         0.105 m where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left
         in). Between two bodies the same law holds for their relative velocity, shared as momentum is
@@ -599,7 +602,7 @@ class LagrangianSystem:
         leaving = ~touching & ~torch.isnan(incoming)
         capped = leaving  # a learned body's coordinates take part of the impact and give it back, and
         if not self.deforms:  # its contact may part and meet again within it: capped as it leaves
-            capped = capped | (incoming.nan_to_num() > HARD_IMPACT)
+            capped = capped | (incoming.nan_to_num() > IMPACT_SPEED)
         if not bool(capped.any()):
             return q_dot, incoming, dissipated
         n = self._impact_normal
@@ -759,7 +762,7 @@ class LagrangianSystem:
         it at the step's end instead, k d_1+ (backward Euler: a body resting on it holds still, where a
         pair meeting the surface within the step met the discrete gradient's weak force and hopped), the
         excess over the discrete gradient with the dissipative part; ``contact_speed`` keeps the
-        fastest normal speed |n^T J v - n . u| of a pushed pair at a step's start (trajectory.IMPACT_SPEED).
+        fastest normal speed |n^T J v - n . u| of a pushed pair at a step's start (IMPACT_SPEED).
         The dashpot and the friction act at the end's velocity (backward Euler: they only take energy out) on the pairs
         compressed at its end: the dashpot with the coefficient the step began with, friction as the
         regularized Coulomb law -mu N t / sqrt(|t|^2 + eps^2) of the end's slip t, with the normal force

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .dynamics import LagrangianSystem, Rates
+from .dynamics import IMPACT_SPEED, RESOLVED_PHASE, LagrangianSystem, Rates
 from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
 from .options import AUTO
 
@@ -31,7 +31,6 @@ FLIGHT_SPIN = 1.0  # rad/s
 # contact's steps: an impact, its bounce included, is resolved by them. Below it a bounce would rise
 # at most IMPACT_SPEED^2 / 2 g = 2 mm, which backward Euler's springs take out.
 REST_SUBSTEPS = 1
-IMPACT_SPEED = 0.2  # m/s
 MAX_CHART_DRIFT = 1.0  # rad: recenter before the rotation vector gets this far from zero
 MAX_LATENT_DRIFT = 0.5  # prior standard deviations: no step moves the learned coordinates further
 IMPLICIT_SPIN_STEP = 0.1  # rad: no implicit step turns a deforming body further (spin_substeps)
@@ -47,7 +46,7 @@ MAX_REFINEMENT = 8  # a frame that goes non-finite or unstable is redone with 2,
 # potential stiffens away from rest, where a step linearized over a large move overshoots, so it
 # keeps IMPLICIT_POTENTIAL_PHASE
 IMPLICIT_POTENTIAL_PHASE = 2.0
-STEP_PHASE = {"rk4": (1.0, 1.0), "implicit": (math.pi, IMPLICIT_POTENTIAL_PHASE)}
+STEP_PHASE = {"rk4": (1.0, 1.0), "implicit": (RESOLVED_PHASE, IMPLICIT_POTENTIAL_PHASE)}
 LOWER_ORDER_PHASE = (0.5, 0.5)  # every other method
 # c h of the fastest Rayleigh decay: past it RK4's exp(-c h) drifts (0.333 for 0.135 at 2), Euler's flips sign
 STEP_DECAY = 1.0
@@ -249,7 +248,8 @@ class Run:
             self.frame, self.steps, self.slept = frame, 0, self.slept + 1
             return
         self.asleep = False
-        base = max(self.substeps, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, self.method))
+        moving = max(latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, self.method))
+        base = max(self.substeps, moving)
         if self.relaxing:  # until a frame starts no stiffer than rest
             rates = Rates(*(max(a, b) for a, b in zip(self.rest_rates, system.fastest_rates(q, rest=False))))
             self.relaxing = rate_substeps(rates, fps, self.method) > self.substeps
@@ -260,8 +260,7 @@ class Run:
             flight_method, flight = self.spinning
         flight = max(flight, latent_substeps(system, fps, q_dot), spin_substeps(system, fps, q_dot, flight_method))
         cheaper = flight < base or flight_method != self.method
-        rest = max(self.rest_substeps, latent_substeps(system, fps, q_dot),
-                   spin_substeps(system, fps, q_dot, self.method))
+        rest = max(self.rest_substeps, moving)
         flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         resting = not (flying or self.relaxing or self.impacting) and self.rest_substeps and rest < base \
             and bool(system.touching(q).all())
