@@ -148,8 +148,8 @@ def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 25
     points = local[candidates]
     extremes = np.unique(_extremes(fibonacci_sphere(directions), points))
     if len(extremes) >= count:
-        return candidates[extremes[_farthest_points(points[extremes], [0], count)]]
-    return candidates[_farthest_points(points, extremes.tolist(), min(count, len(points)))]
+        return candidates[extremes[farthest_points(points[extremes], count)]]
+    return candidates[farthest_points(points, min(count, len(points)), extremes.tolist())]
 
 
 def _extremes(directions: np.ndarray, points: np.ndarray, block: int = 8192) -> np.ndarray:
@@ -165,16 +165,24 @@ def _extremes(directions: np.ndarray, points: np.ndarray, block: int = 8192) -> 
     return where
 
 
-def _farthest_points(points: np.ndarray, seeds: list[int], count: int) -> np.ndarray:
-    """``seeds`` followed by greedy farthest-point picks until ``count`` indices into ``points``."""
+def farthest_points(points: np.ndarray, count: int, seeds=(0,)) -> np.ndarray:
+    """``seeds`` followed by greedy farthest-point picks until ``count`` indices into ``points`` (N, 3),
+    each the farthest from those already chosen (even coverage). Each coordinate a contiguous column:
+    the distances of the rows' norms, bit for bit, at a fraction of their time."""
+    x, y, z = np.ascontiguousarray(np.asarray(points).T)
+
+    def distances(index):
+        dx, dy, dz = x - x[index], y - y[index], z - z[index]
+        return np.sqrt(dx * dx + dy * dy + dz * dz)
+
     chosen = list(seeds)
-    distance = np.full(len(points), np.inf)
+    distance = np.full(len(x), np.inf)
     for index in chosen:
-        distance = np.minimum(distance, np.linalg.norm(points - points[index], axis=1))
+        np.minimum(distance, distances(index), out=distance)
     while len(chosen) < count:
         far = int(np.argmax(distance))
         chosen.append(far)
-        distance = np.minimum(distance, np.linalg.norm(points - points[far], axis=1))
+        np.minimum(distance, distances(far), out=distance)
     return np.array(chosen, dtype=np.int64)
 
 

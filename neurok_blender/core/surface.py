@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import cross, triangle_areas
+from .mesh import cross, farthest_points, triangle_areas
 
 
 @dataclass
@@ -43,17 +43,6 @@ def sample_surface(vertices: np.ndarray, faces: np.ndarray, count: int, rng: np.
     normal = cross(b - a, c - a)
     normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-30)
     return SurfaceSamples(bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c, normal, chosen, bary)
-
-
-def farthest_points(points: np.ndarray, count: int, first: int = 0) -> np.ndarray:
-    """Indices of ``count`` points, each the farthest from those already chosen (even coverage)."""
-    chosen = np.empty(count, dtype=np.int64)
-    chosen[0] = first
-    distance = np.linalg.norm(points - points[first], axis=1)
-    for i in range(1, count):
-        chosen[i] = int(np.argmax(distance))
-        distance = np.minimum(distance, np.linalg.norm(points - points[chosen[i]], axis=1))
-    return chosen
 
 
 def spread_queries(vertices, faces, triangle_parts, count: int, rng, oversample: int = 8) -> SurfaceSamples:
