@@ -7,7 +7,8 @@ Boxes of 0.3 m (the rigid ones Blender's 8-vertex cube, the jellies subdivided t
 category elastic on the shipped model) dropped from rest, 48 frames at 24 fps, one solver thread,
 in a process that has simulated another learned body before, each timing on a freshly loaded model
 (loaded before the clock starts), so that each builds its mesh's coordinates once, as a first
-Simulate of that mesh does: one alone, then ten in a loose pile (two layers of five, the upper
+Simulate of that mesh does: one alone, ten apart (two rows of five, 0.5 m between them, which never
+meet: what the scene's machinery costs), then ten in a loose pile (two layers of five, the upper
 falling onto the lower), then five stacked with 0.1 m between them. Penetration is the
 deepest any vertex of a body's drawn mesh lies inside another body's, measured to that one's surface,
 over all frames; the lean, how far the top of the stack's centre strays sideways. Writes
@@ -42,6 +43,11 @@ def corners(count, layers=1):
     per_layer = count // layers
     return [(0.36 * (i % per_layer) + 0.1 * (i // per_layer), 0.1 * (i // per_layer), 0.05 + 0.45 * (i // per_layer))
             for i in range(count)]
+
+
+def apart(count):
+    """Lowest corners of ``count`` boxes in rows of five, 0.5 m between neighbours: they never meet."""
+    return [((SIZE + 0.5) * (i % 5), (SIZE + 0.5) * (i // 5), 0.05) for i in range(count)]
 
 
 def timed(work):
@@ -93,22 +99,27 @@ def main():
     rows = []
     for category, mesh in (("rigid", lambda c: box_mesh((SIZE,) * 3, c)), ("elastic", jelly_box)):
         conditions = Conditions(frames=FRAMES, ground_height=0.0, category=category)
-        models = [NeuROK.load() for _ in range(3)]  # each timing builds the mesh's coordinates anew
+        models = [NeuROK.load() for _ in range(4)]  # each timing builds the mesh's coordinates anew
         one, seconds_one = timed(lambda: simulate(*mesh((0.0, 0.0, 0.05)), conditions, model=models[0]))
+        spread, seconds_apart = timed(lambda: simulate_scene([(*mesh(c), conditions) for c in apart(10)],
+                                                             model=models[1]))
         ten, seconds_ten = timed(lambda: simulate_scene([(*mesh(c), conditions) for c in corners(10, layers=2)],
-                                                        model=models[1]))
+                                                        model=models[2]))
         stack, seconds_stack = timed(lambda: simulate_scene(
-            [(*mesh((0.0, 0.0, 0.05 + 0.4 * i)), conditions) for i in range(5)], model=models[2]))
-        row = {"category": category, "vertices": len(mesh((0, 0, 0))[0]), "one_s": seconds_one, "ten_s": seconds_ten,
+            [(*mesh((0.0, 0.0, 0.05 + 0.4 * i)), conditions) for i in range(5)], model=models[3]))
+        row = {"category": category, "vertices": len(mesh((0, 0, 0))[0]), "one_s": seconds_one,
+               "apart_s": seconds_apart, "apart_over_one": seconds_apart / seconds_one, "ten_s": seconds_ten,
                "ten_over_one": seconds_ten / seconds_one, "stack_s": seconds_stack,
                "stack_penetration_m": penetration(stack, mesh((0, 0, 0))[1]), "stack_lean_m": lean(stack),
-               "finite": bool(all(np.isfinite(r.positions).all() for r in (one, *ten, *stack)))}
+               "finite": bool(all(np.isfinite(r.positions).all() for r in (one, *spread, *ten, *stack)))}
         rows.append(row)
         print(row, flush=True)
-    lines = ["| bodies | vertices each | one alone | ten in a pile | ten / one | five stacked | deepest into another | top's lean |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| bodies | vertices each | one alone | ten apart | apart / one | ten in a pile | pile / one | five stacked | "
+             "deepest into another | top's lean |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['category']} | {r['vertices']} | {r['one_s']:.1f} s | {r['ten_s']:.1f} s | "
+        lines.append(f"| {r['category']} | {r['vertices']} | {r['one_s']:.1f} s | {r['apart_s']:.1f} s | "
+                     f"{r['apart_over_one']:.1f} | {r['ten_s']:.1f} s | "
                      f"{r['ten_over_one']:.1f} | {r['stack_s']:.1f} s | {1000 * r['stack_penetration_m']:.1f} mm | "
                      f"{1000 * r['stack_lean_m']:.0f} mm |")
     text = "\n".join(lines)
