@@ -62,7 +62,7 @@ class NeuROK:
             materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: its calibrated materials cannot be read ({error})") from error
-        return cls(load_model(path, "cpu"), materials, str(path))
+        return cls(load_model(path, "cpu").requires_grad_(False), materials, str(path))  # never trained here
 
     def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions,
              category: str) -> tuple[NeuralBodyMap | None, Report]:

@@ -156,12 +156,19 @@ def moved_by(blend: torch.Tensor, points: torch.Tensor, dual_quaternion: bool = 
     return _dual_quaternion_motion(blend, points) if dual_quaternion else points + blend
 
 
-def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+def displaced_by(blend: torch.Tensor, points: torch.Tensor, dual_quaternion: bool = True) -> torch.Tensor:
+    """``moved_by`` less the points, x' - x, its rounding that of the motion alone, not of x."""
+    return _dual_quaternion_motion(blend, points, displacement=True) if dual_quaternion else blend
+
+
+def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor, displacement: bool = False) -> torch.Tensor:
     """The points (..., V, 3) moved by their blended dual quaternions (r, d) (..., V, 8), r = (r_w, v),
     normalized by |r|: x' = R(r) x + tau with R(r) x = x + r_w t + v x t, t = 2 v x x, and
     tau = 2 (r_w v_d - d_w v + v x v_d). Unnormalized, both are quadratic in (r, d) over |r|^2:
 
-        x' = x + (r_w u + v x u - 2 d_w v) / |r|^2,    u = 2 (v x x + v_d).
+        x' = x + (r_w u + v x u - 2 d_w v) / |r|^2,    u = 2 (v x x + v_d)
+
+(``displacement``: x' - x).
 
     Written per component, each channel made contiguous first: on a mesh's many vertices the small
     (V, 3) and (V, 4) tensors' strided products cost more than the arithmetic."""
@@ -169,6 +176,6 @@ def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor) -> torch.
     px, py, pz = (c.contiguous() for c in points.unbind(-1))
     ux, uy, uz = 2 * (vy * pz - vz * py + dx), 2 * (vz * px - vx * pz + dy), 2 * (vx * py - vy * px + dz)
     inverse, pull = 1 / (rw * rw + vx * vx + vy * vy + vz * vz), -2 * dw
-    return torch.stack([px + (rw * ux + vy * uz - vz * uy + pull * vx) * inverse,
-                        py + (rw * uy + vz * ux - vx * uz + pull * vy) * inverse,
-                        pz + (rw * uz + vx * uy - vy * ux + pull * vz) * inverse], -1)
+    moves = [(rw * ux + vy * uz - vz * uy + pull * vx) * inverse, (rw * uy + vz * ux - vx * uz + pull * vy) * inverse,
+             (rw * uz + vx * uy - vy * ux + pull * vz) * inverse]
+    return torch.stack(moves if displacement else [px + moves[0], py + moves[1], pz + moves[2]], -1)
