@@ -119,9 +119,10 @@ class DecoderMotions:
     """m(s): the network's per-query rotation vectors and displacements (B, Q, 3) each, model units."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, dtype):
-        frozen = not any(p.requires_grad for p in model.parameters())  # the engine differentiates in q only:
-        same = frozen and next(model.parameters()).dtype == dtype  # a frozen model in dtype is used as it is
-        self.model = model if same else copy.deepcopy(model).to(dtype).requires_grad_(False)
+        # the engine differentiates in q only: a frozen model in dtype is used as it is, another copied
+        frozen = not any(p.requires_grad for p in model.parameters())
+        self.model = model if frozen and next(model.parameters()).dtype == dtype else \
+            copy.deepcopy(model).to(dtype).requires_grad_(False)
         features, self.query_features, self.queries = shape_tensors(self.model, shape, dtype=dtype)
         with torch.no_grad():
             self.prior_mean, self.tokens = self.model.prior(features)
@@ -137,12 +138,10 @@ class QuadraticMotions:
     (``order=1``: m(0) + A s), held in ``dtype``.
 
     The full expansion is taken by central differences of the network in float64 (``taylor``, its
-    1 + k + k^2 evaluations LANES at a time): coefficients within 6e-8 of forward mode's in float64,
-    relative to their size, in two thirds of the time of a nested forward mode in the weights' float32
-    (8e-7), whose elementwise operations torch runs through Python. The first order alone, k
-    directions, is forward mode's in the weights' precision (half the time of the differences' copy of
-    the network in float64). The dynamics are then exactly those of this polynomial map, whatever its
-    rounding."""
+    1 + k + k^2 evaluations LANES at a time), more precise and quicker than a nested forward mode in the
+    weights' float32, whose elementwise operations torch runs through Python; the first order alone
+    by forward mode in the weights' precision, which needs no float64 copy of the network. The
+    dynamics are then exactly those of this polynomial map, whatever its rounding."""
 
     LANES = 64  # evaluations a batch: the decoder's activations of a batch stay under 100 MB
 
@@ -369,8 +368,9 @@ class NeuralBodyMap(KinematicMap):
         order = 1 if self.motions.second is None else 2
         values = query_motions(self.queries, *self.motions(differences_lanes(self.block, order, self.dtype)),
                                self.dual_quaternion)
-        moves = displaced_by(skin.blended(values), points, self.dual_quaternion)  # the differences' rounding
-        _, first, second = coefficients(self.scale * moves, self.block, order)  # that of the motion, not of x
+        # displacements, not positions: the differences' rounding is then that of the motion, not of x
+        moves = displaced_by(skin.blended(values), points, self.dual_quaternion)
+        _, first, second = coefficients(self.scale * moves, self.block, order)
         if second is None:
             second = first.new_zeros(*first.shape, self.block)
         sizes = [len(p) for p, _, _ in images]

@@ -168,9 +168,7 @@ def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor, displacem
 
         x' = x + (r_w u + v x u - 2 d_w v) / |r|^2,    u = 2 (v x x + v_d)
 
-(``displacement``: x' - x).
-
-    Written per component, each channel made contiguous first: on a mesh's many vertices the small
+    (x' - x with ``displacement``). Written per component, each channel made contiguous first: on a mesh's many vertices the small
     (V, 3) and (V, 4) tensors' strided products cost more than the arithmetic."""
     rw, vx, vy, vz, dw, dx, dy, dz = (c.contiguous() for c in blend.unbind(-1))
     px, py, pz = (c.contiguous() for c in points.unbind(-1))

@@ -6,14 +6,12 @@ differences on one batch of evaluations.
     Z_ii = (f(d e_i) - 2 f(0) + f(-d e_i)) / d^2
     Z_ij = (D_ij - Z_ii - Z_jj) / 2,  D_ij = (f(d (e_i + e_j)) - 2 f(0) + f(-d (e_i + e_j))) / d^2
 
-1 + k + k^2 evaluations for k coordinates (1 + 2k for Y alone), taken as one batch: where torch's
-forward mode runs every elementwise operation through Python (a nested jacfwd of a few hundred
-skinned points took about 0.1 s whatever their number), the batch costs a few milliseconds. In
-float64 at STEP = 1e-3 (the coordinates' unit: a prior standard deviation) the truncation, STEP^2 / 6
-of the third and STEP^2 / 12 of the fourth derivative, and the rounding, about 4 eps / STEP^2 of the
-values differenced (displacements, not positions, so that it is of the motion's size), leave the
-decoder's coefficients within 6e-8 of float64 forward mode's, relative to their size: the float32
-forward mode's error was 8e-7.
+1 + k + k^2 evaluations for k coordinates (1 + 2k for Y alone), taken as one batch of plain
+evaluations, where torch's forward mode runs every elementwise operation through Python. In float64
+at STEP = 1e-3 (the coordinates' unit: a prior standard deviation) the truncation, STEP^2 / 6 of the
+third and STEP^2 / 12 of the fourth derivative, and the rounding, about 4 eps / STEP^2 of the values
+differenced (displacements rather than positions, so that it is of the motion's size), are both near
+1e-7 of the coefficients (docs/benchmarks.md, "Speed").
 """
 
 import torch
