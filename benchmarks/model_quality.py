@@ -10,7 +10,10 @@ On held-out sequences (shapes never trained on), per category, the last frame is
 - pose fitting (the paper's inverse kinematics, its Table 1): reduced coordinates and rigid pose
   fitted to the target's vertices by Chamfer-L1 on shapes in units of the bounding-box diagonal,
   against the same fit with the rigid pose only (no deformation), with the full latent (no model
-  reduction), and with the plain-displacement model if given; IoU where the mesh is closed.
+  reduction), and with the plain-displacement model if given; IoU where the mesh is closed;
+- the same fit on the solver's own coordinates (``NeuROK.body``'s map of the rest frame, at the
+  sequence's mass: its subspace, mirror blocks and quadratic expansion) held inside its wall
+  (``neural.wall_radius``), as far as any rollout can take the shape.
 Writes benchmarks/results/model_quality.{json,md} and a latent-grid contact sheet PICTURES/latent.jpg.
 """
 
@@ -23,12 +26,17 @@ import numpy as np
 import torch
 
 from benchmarks import write_results
+from benchmarks.deformation import with_materials
+from neurok_blender.core import NeuROK
 from neurok_blender.core.checkpoint import load_model
-from neurok_blender.core.fitting import fit_pose
+from neurok_blender.core.fitting import fit_pose, latent_decoder
 from neurok_blender.core.mesh import is_closed, winding_number
 from neurok_blender.core.model import prepare_shape, shape_tensors
+from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.reduction import active_subspace
+from neurok_blender.core.trajectory import OUTPUT
 from training.corpus.shards import read_shard
+from training.evaluation import replay_conditions
 from training.examples import rigid_alignment
 
 IOU_SAMPLES = 4096
@@ -74,11 +82,29 @@ class Object:
             mean, _ = model.posterior(self.features, deformation)
         return float((self.decode(model, mean) - self.aligned).norm(dim=-1).mean())
 
-    def fit(self, model, subspace="reduced", steps=200):
+    def fit(self, model, variant="reduced", steps=200):
         # "rigid only": a subspace with no directions, so only the pose moves
-        chosen = {"reduced": self.subspace, "full": None, "rigid only": _frozen(self.subspace)}[subspace]
-        return fit_pose(model, self.prior_mean, self.tokens, self.query_features, self.queries, self.points,
-                        self.shape.skin, self.target, subspace=chosen, steps=steps)
+        chosen = {"reduced": self.subspace, "full": None, "rigid only": _frozen(self.subspace)}[variant]
+        decode = latent_decoder(model, self.prior_mean, self.tokens, self.query_features, self.queries, self.points,
+                                self.shape.skin, chosen)
+        start = torch.zeros(self.prior_mean.shape if chosen is None else (chosen.size,))
+        return fit_pose(decode, start, self.target, steps=steps)
+
+    def solver_fit(self, model, neurok: NeuROK, steps=200):
+        """(the fit on the solver's own coordinates inside its wall, their number)."""
+        rest = self.sequence.positions[0].astype(np.float64)
+        conditions = replay_conditions(self.sequence)
+        kmap, _ = neurok.body(rest, self.sequence.faces, conditions, conditions.category)
+        if kmap is None:  # no coordinates: the body lands rigidly
+            return self.fit(model, "rigid only", steps), 0
+        kmap.attach(OUTPUT, torch.as_tensor(rest)[None], parts=kmap.shape.vertex_parts, output=True)
+        center = torch.as_tensor(self.shape.center)
+
+        def decode(s):  # y(s) at the vertices, model units
+            return ((kmap.deformed(s[None], OUTPUT)[0] - center) / self.shape.scale).float()
+
+        start = torch.zeros(kmap.reduced_size, dtype=torch.float64)
+        return fit_pose(decode, start, self.target, radius=wall_radius(kmap.reduced_size), steps=steps), kmap.reduced_size
 
     def iou(self, fitted) -> float | None:
         faces = self.sequence.faces
@@ -96,8 +122,10 @@ def _frozen(subspace):
     return type(subspace)(subspace.basis[:0], subspace.eigenvalues)
 
 
-def evaluate(weights: Path, corpus: Path, per_category: int, variants=("reduced", "full", "rigid only")) -> dict:
+def evaluate(weights: Path, corpus: Path, per_category: int, variants=("reduced", "full", "rigid only"),
+             solver: bool = True) -> dict:
     model = load_model(weights, "cpu")
+    neurok = with_materials(weights, NeuROK.load().materials)  # any material: the map is the material's
     rows = []
     for sequence in heldout(corpus, per_category):
         began = time.perf_counter()
@@ -108,6 +136,9 @@ def evaluate(weights: Path, corpus: Path, per_category: int, variants=("reduced"
             fit = obj.fit(model, variant)
             row[f"chamfer {variant}"] = fit.chamfer
             row[f"iou {variant}"] = obj.iou(fit.points)
+        if solver:
+            fit, row["solver k"] = obj.solver_fit(model, neurok)
+            row["chamfer solver"], row["iou solver"] = fit.chamfer, obj.iou(fit.points)
         row["seconds"] = time.perf_counter() - began
         rows.append(row)
         print({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
@@ -119,7 +150,8 @@ def table(results: dict, ablation: dict | None) -> str:
     for row in results["rows"]:
         by[row["category"]].append(row)
     by["all"] = results["rows"]
-    columns = ["reconstruction", "chamfer reduced", "iou reduced", "chamfer full", "chamfer rigid only", "k_q"]
+    columns = ["reconstruction", "chamfer reduced", "iou reduced", "chamfer full", "chamfer rigid only", "k_q",
+               "chamfer solver", "iou solver", "solver k"]
     lines = ["| category | sequences | " + " | ".join(columns) + (" | displacement model: reconstruction, chamfer |" if ablation else " |"),
              "|---|---:|" + "---:|" * len(columns) + ("---:|" if ablation else "")]
     ablation_by = defaultdict(list)
@@ -130,7 +162,8 @@ def table(results: dict, ablation: dict | None) -> str:
         cells = []
         for c in columns:
             values = [r[c] for r in group if r.get(c) is not None]
-            cells.append(f"{np.mean(values):.4f}" if values and c != "k_q" else f"{np.mean(values):.1f}" if values else "-")
+            counts = c in ("k_q", "solver k")
+            cells.append(f"{np.mean(values):.1f}" if values and counts else f"{np.mean(values):.4f}" if values else "-")
         extra = ""
         if ablation:
             other = ablation_by[category]
@@ -176,7 +209,8 @@ def main():
     a = parser.parse_args()
     torch.manual_seed(0)
     results = evaluate(a.weights, a.corpus, a.per_category)
-    ablation = evaluate(a.displacement_weights, a.corpus, a.per_category, ("reduced",)) if a.displacement_weights else None
+    ablation = evaluate(a.displacement_weights, a.corpus, a.per_category, ("reduced",), solver=False) \
+        if a.displacement_weights else None
     text = table(results, ablation)
     print(text)
     write_results("model_quality", text, results=results, displacement=ablation)

@@ -8,7 +8,7 @@ import torch
 
 from neurok_blender.core import skinning as skinning_module
 from neurok_blender.core.checkpoint import load_model, resolve_device, save_checkpoint
-from neurok_blender.core.fitting import chamfer_l1, fit_pose
+from neurok_blender.core.fitting import chamfer_l1, fit_pose, latent_decoder
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
@@ -253,8 +253,12 @@ def test_pose_fitting_finds_a_moved_copy_of_the_shape():
     turn = exp_so3(torch.tensor([0.0, 0.0, 0.3]))
     target = (rest - rest.mean(0)) @ turn.T + rest.mean(0) + torch.tensor([0.1, -0.05, 0.02])
     subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=2)
-    fit = fit_pose(model, prior_mean.detach(), tokens.detach(), query_features, queries, points, skin, target,
-                   subspace=subspace, steps=150)
+    decode = latent_decoder(model, prior_mean.detach(), tokens.detach(), query_features, queries, points, skin,
+                            subspace)
+    fit = fit_pose(decode, torch.zeros(subspace.size), target, steps=150)
     assert chamfer_l1(rest, target) > 0.05
     assert fit.chamfer < 0.01  # measured 0.003
     torch.testing.assert_close(fit.rotation[2], torch.tensor(0.3), atol=0.05, rtol=0)
+    held = fit_pose(decode, torch.zeros(subspace.size), target, radius=0.05, steps=150)  # inside a wall
+    assert float(held.coordinates.norm()) <= 0.05 + 1e-6
+    assert held.chamfer < 0.01  # a moved copy: the pose alone reaches it
