@@ -1,0 +1,44 @@
+"""The second-order expansion by central differences (core/taylor.py) against known derivatives."""
+
+import torch
+
+from neurok_blender.core.taylor import STEP, coefficients, differences_lanes
+
+
+def polynomial(k, seed=0):
+    """f(s) = c + Y s + 1/2 Z[s, s] + 1/6 T[s, s, s] on (P, 3) outputs, Z and T symmetric, and its
+    exact value, first and second derivatives at s = 0."""
+    g = torch.Generator().manual_seed(seed)
+    c = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    first = torch.randn(5, 3, k, generator=g, dtype=torch.float64)
+    second = torch.randn(5, 3, k, k, generator=g, dtype=torch.float64)
+    second = 0.5 * (second + second.transpose(-1, -2))
+    third = torch.randn(k, k, k, generator=g, dtype=torch.float64)
+    third = sum(third.permute(*p) for p in [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]) / 6
+
+    def f(s):  # (L, k) -> (L, 5, 3)
+        cubic = torch.einsum("ijk,li,lj,lk->l", third, s, s, s)[:, None, None]
+        return (c + torch.einsum("pik,lk->lpi", first, s) + 0.5 * torch.einsum("pikm,lk,lm->lpi", second, s, s)
+                + cubic / 6)
+
+    return f, c, first, second
+
+
+def test_the_differences_give_the_expansion_of_a_cubic_to_the_step_squared():
+    k = 4
+    f, c, first, second = polynomial(k)
+    at_zero, y, z = coefficients(f(differences_lanes(k)), k)
+    torch.testing.assert_close(at_zero, c, rtol=0, atol=1e-15)
+    torch.testing.assert_close(z, second, rtol=0, atol=1e-8)  # a quadratic's curvature: rounding only
+    assert (y - first).abs().max() < 10 * STEP**2  # the cubic's term: STEP^2 / 6 of its third derivative
+    assert (y - first).abs().max() > 0  # and it is there: these are differences, not derivatives
+
+
+def test_the_first_order_alone_takes_two_lanes_a_coordinate():
+    k = 3
+    f, c, first, _ = polynomial(k, seed=1)
+    lanes = differences_lanes(k, order=1)
+    assert lanes.shape == (1 + 2 * k, k)
+    at_zero, y, z = coefficients(f(lanes), k, order=1)
+    assert z is None
+    assert (y - first).abs().max() < 10 * STEP**2
