@@ -195,7 +195,7 @@ def latent_grid(weights: Path, corpus: Path, destination: Path, categories=("art
                 if obj.subspace.size > 1:
                     s[1] = s1
                 points = obj.decode(model, obj.subspace.latent(obj.prior_mean, s)).numpy().astype(np.float64)
-                states.append((obj.shape.to_world(points), obj.shape.faces, ()))
+                states.append(([(obj.shape.to_world(points), obj.shape.faces)], ()))
     mesh_sheet(states, destination, columns=len(GRID))
 
 

@@ -251,7 +251,7 @@ def side_by_side(weights, corpus: Path, folder: Path, categories, times=(0.0, 0.
             neural = replay(neurok, sequence, "neural")
             frames = [frame_at(t, sequence.fps, len(neural)) for t in times]
             for positions in (sequence.positions, neural):
-                states += [(positions[f].astype(np.float64), sequence.faces, ()) for f in frames]
+                states += [([(positions[f].astype(np.float64), sequence.faces)], ()) for f in frames]
             framings += 2 * [np.concatenate([sequence.positions[f], neural[f]]).astype(np.float64) for f in frames]
         written.append(folder / f"side_by_side_{category}.jpg")
         mesh_sheet(states, written[-1], columns=len(times), framings=framings)

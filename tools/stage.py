@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 SKY = (0.55, 0.65, 0.8, 1.0)
-GROUND_DROP = 0.002  # m: how far below z = 0 the pictured ground is drawn (render_mesh)
+GROUND_DROP = 0.002  # m: how far below z = 0 the pictured ground is drawn (render_scene)
 
 
 def material(name, color, roughness):
@@ -57,18 +57,24 @@ def cycles_cpu(scene, samples, width, height):
     scene.render.resolution_x, scene.render.resolution_y = width, height
 
 
-def render_mesh(vertices, faces, path, obstacles=(), framing=None):
-    """One small Cycles picture of a mesh state on the ground (and the cloth's obstacles), framed on the
-    mesh or on the points ``framing`` (to show two states of a body alike)."""
+PALETTE = ((0.85, 0.4, 0.1, 1.0), (0.1, 0.3, 0.8, 1.0), (0.2, 0.6, 0.3, 1.0), (0.75, 0.2, 0.5, 1.0),
+           (0.9, 0.75, 0.2, 1.0))  # the bodies of a picture, in turn
+
+
+def render_scene(meshes, path, obstacles=(), framing=None):
+    """One small Cycles picture of mesh states, each (vertices, faces) in the next PALETTE colour, on
+    the ground, with the obstacles in grey (boxes, spheres, or meshes: {"kind": "mesh", "vertices",
+    "faces"}), framed on the meshes or on the points ``framing`` (to show two states of a body alike)."""
     import bpy
     import numpy as np
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    mesh = bpy.data.meshes.new("state")
-    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
-    mesh.materials.append(material("part", (0.85, 0.4, 0.1, 1.0), 0.4))
-    scene.collection.objects.link(bpy.data.objects.new("state", mesh))
+    for index, (vertices, faces) in enumerate(meshes):
+        mesh = bpy.data.meshes.new(f"state{index}")
+        mesh.from_pydata(np.asarray(vertices).tolist(), [], np.asarray(faces).tolist())
+        mesh.materials.append(material(f"part{index}", PALETTE[index % len(PALETTE)], 0.4))
+        scene.collection.objects.link(bpy.data.objects.new(f"state{index}", mesh))
     # drawn a little low: a sheet resting on the solver's penalty ground sits g / k (0.1 mm) in it
     bpy.ops.mesh.primitive_plane_add(size=100.0, location=(0.0, 0.0, -GROUND_DROP))
     grey = material("ground", (0.6, 0.6, 0.62, 1.0), 0.7)
@@ -76,11 +82,17 @@ def render_mesh(vertices, faces, path, obstacles=(), framing=None):
     for o in obstacles:
         if o["kind"] == "sphere":
             bpy.ops.mesh.primitive_uv_sphere_add(radius=o["radius"], location=o["center"])
+        elif o["kind"] == "mesh":
+            mesh = bpy.data.meshes.new("obstacle")
+            mesh.from_pydata(np.asarray(o["vertices"]).tolist(), [], np.asarray(o["faces"]).tolist())
+            obstacle = bpy.data.objects.new("obstacle", mesh)
+            scene.collection.objects.link(obstacle)
+            bpy.context.view_layer.objects.active = obstacle
         else:
             bpy.ops.mesh.primitive_cube_add(size=1.0, location=np.asarray(o["corner"]) + np.asarray(o["size"]) / 2,
                                             scale=o["size"])
-        bpy.context.active_object.data.materials.append(grey)
-    framed = vertices if framing is None else framing
+        bpy.context.view_layer.objects.active.data.materials.append(grey)
+    framed = np.concatenate([np.asarray(v) for v, _ in meshes]) if framing is None else framing
     center, extent = framed.mean(0), float(np.ptp(framed, axis=0).max()) + 0.02
     look_at_camera(scene, center + np.array([0.6, -2.0, 1.3]) * extent, center)
     sun_and_sky(scene, rotation=(0.6, 0.2, 0.5), energy=4.0)
@@ -115,12 +127,12 @@ def contact_sheet(paths: list[Path], destination: Path, columns=4):
 
 
 def mesh_sheet(states, destination: Path, columns: int, framings=None):
-    """Render each (vertices, faces, obstacles) state with ``render_mesh`` (framed on ``framings[i]``
-    where given) and tile them row by row."""
+    """Render each (meshes, obstacles) state with ``render_scene`` (framed on ``framings[i]`` where
+    given) and tile them row by row."""
     with tempfile.TemporaryDirectory() as folder:
         paths = []
-        for i, (vertices, faces, obstacles) in enumerate(states):
+        for i, (meshes, obstacles) in enumerate(states):
             paths.append(Path(folder) / f"state-{i:04d}.png")
-            render_mesh(vertices, faces, paths[-1], obstacles, None if framings is None else framings[i])
+            render_scene(meshes, paths[-1], obstacles, None if framings is None else framings[i])
         Path(destination).parent.mkdir(parents=True, exist_ok=True)
         contact_sheet(paths, Path(destination), columns=columns)

@@ -51,8 +51,8 @@ def render_sheet(corpus: Path, rows: list[dict], destination: Path, count: int, 
     states = []
     for row in picked:
         sequence = read_shard(corpus / row["shard"])[row["index"]]
-        states += [(sequence.positions[frame].astype(np.float64), sequence.faces, sequence.conditions.get("obstacles", []))
-                   for frame in SHEET_FRAMES]
+        states += [([(sequence.positions[frame].astype(np.float64), sequence.faces)],
+                    sequence.conditions.get("obstacles", [])) for frame in SHEET_FRAMES]
     mesh_sheet(states, destination, columns=len(SHEET_FRAMES))
 
 
