@@ -24,7 +24,11 @@ TIMES = (0.0, 0.5, 1.0, 2.0)  # s
 FPS = 24
 
 
-def tilted_plank(angle: float, length: float = 1.6, width: float = 0.5, thickness: float = 0.05, lift: float = 0.5):
+PLANK_LIFT = 0.5  # m: the tilted plank's top surface's centre above the ground
+
+
+def tilted_plank(angle: float, length: float = 1.6, width: float = 0.5, thickness: float = 0.05,
+                 lift: float = PLANK_LIFT):
     """A plank tilted by ``angle`` about y, falling along +x, its top surface's centre ``lift`` up."""
     v, f = box_mesh((length, width, thickness), (-length / 2, -width / 2, -thickness))
     c, s = math.cos(angle), math.sin(angle)
@@ -44,7 +48,7 @@ def scenes() -> dict:
     common = dict(frames=frames, fps=FPS, ground_height=0.0)
     elastic = dict(category="elastic", **common)
     plank = tilted_plank(math.radians(15))
-    start = plank[2] @ np.array([-0.55, 0.0, 0.16]) + [0.0, 0.0, 0.5]
+    start = plank[2] @ np.array([-0.55, 0.0, 0.16]) + [0.0, 0.0, PLANK_LIFT]  # near its top, just over it
     ball = uv_sphere(12, 16)
     table = box_mesh((0.6, 0.6, 0.5), (-0.3, -0.3, 0.0))
     hanging = sheet(0.8, 1.0)
@@ -82,7 +86,7 @@ def render(destination: Path) -> None:
             states.append(([(r.positions[f].astype(np.float64), body[1]) for r, body in zip(results, bodies)],
                            obstacles))
             framings.append(framing)
-        print(f"{name}: simulated, {sum(r.steps for r in results[:1])} steps", flush=True)
+        print(f"{name}: simulated, {results[0].steps} steps", flush=True)
     mesh_sheet(states, destination, columns=len(TIMES), framings=framings)
 
 

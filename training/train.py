@@ -267,9 +267,10 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
                 "shards": shards}
 
     def save(path: Path, **state) -> None:  # the weights, and beside them what they were trained on
-        save_checkpoint(path, model, about(), **state)
+        stamp = about()
+        save_checkpoint(path, model, stamp, **state)
         manifest = out / "manifest.json"
-        manifest.with_suffix(".partial").write_text(json.dumps(about(), indent=1))
+        manifest.with_suffix(".partial").write_text(json.dumps(stamp, indent=1))
         os.replace(manifest.with_suffix(".partial"), manifest)
 
     began, last = time.perf_counter() - elapsed, min(steps, until or steps)

@@ -600,9 +600,9 @@ class LagrangianSystem:
             towards = (-((q_dot_before[:, :3] - surface) * normal).sum(-1)).clamp(min=0.0)
             incoming = torch.where(starting, towards, incoming)
         leaving = ~touching & ~torch.isnan(incoming)
-        capped = leaving  # a learned body's coordinates take part of the impact and give it back, and
-        if not self.deforms:  # its contact may part and meet again within it: capped as it leaves
-            capped = capped | (incoming.nan_to_num() > IMPACT_SPEED)
+        # a rigid body coming fast is capped at every step of its impact; a learned body only as it
+        # leaves: its coordinates take part of the impact and give it back, its contact parts and meets again
+        capped = leaving if self.deforms else leaving | (incoming.nan_to_num() > IMPACT_SPEED)
         if not bool(capped.any()):
             return q_dot, incoming, dissipated
         n = self._impact_normal
