@@ -15,10 +15,11 @@ ratio within [2/3, 1.5], the error at 0.5 s at most 0.05.
 Per weights: the held-out reconstruction on the validation batch ``training.train`` draws (posterior
 mean, over the diagonal, ``training.heldout_error``) against no deformation, and the posterior |s|
 of 96 training examples in the solver's reduced coordinates (``training.calibrate.latent_reach``)
-against its wall S (``neural.wall_radius`` at k_q = 10). Weights without calibrated materials (a
+against its wall S (``neural.wall_radius`` at k_q = 10, with the weights' margin). Weights without calibrated materials (a
 fine-tune's) run with the shipped weights' materials, so that only the latent differs. ``--wall-margin``
-puts the solver's wall at sqrt(k_q) + M prior standard deviations instead of its own
-``neural.WALL_MARGIN`` (a measured alternative: a wall as far out as the posteriors lie);
+puts the solver's wall at sqrt(k_q) + M prior standard deviations instead of the weights' own (their
+calibrated margin, else ``neural.WALL_MARGIN``; a measured alternative: a wall as far out as the
+posteriors lie);
 ``--stiffness`` replays every sequence at that Stiffness instead of its own (the springs' frequency
 goes as its square root). Writes benchmarks/results/deformation{_<categories>}{_wallM}{_stiffnessS}.{json,md}.
 """
@@ -30,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import results_name, write_results
-from neurok_blender.core import NeuROK, SimulationError, neural
+from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint
 from neurok_blender.core.neurok import WEIGHTS
-from neurok_blender.core.neural import wall_radius
+from neurok_blender.core.neural import WALL_MARGIN, wall_radius
 from neurok_blender.core.options import DEFORMABLE
 from training.calibrate import latent_reach
 from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
@@ -46,11 +47,15 @@ WITHIN = (2 / 3, 1.5)  # the ratio of peak shape changes that counts as the refe
 REACH_EXAMPLES = 96
 
 
-def with_materials(weights: Path, fallback: dict) -> NeuROK:
-    """The model at ``weights`` with its own calibrated materials, or ``fallback`` when it has none."""
-    if read_checkpoint(weights).get("materials"):
-        return NeuROK.load(weights)
-    return NeuROK(load_model(weights, "cpu"), fallback, str(weights))
+def with_materials(weights: Path, fallback: dict, wall_margin: float | None = None) -> NeuROK:
+    """The model at ``weights`` with its own calibrated materials, or ``fallback`` when it has none;
+    its wall at ``wall_margin`` when given."""
+    payload = read_checkpoint(weights)
+    neurok = NeuROK.load(weights) if payload.get("materials") else \
+        NeuROK(load_model(weights, "cpu"), fallback, str(weights), payload.get("wall_margin", WALL_MARGIN))
+    if wall_margin is not None:
+        neurok.wall_margin = wall_margin
+    return neurok
 
 
 def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
@@ -68,14 +73,15 @@ def sequence_row(neurok: NeuROK, sequence, **changes) -> dict:
             "ratio": ours / max(reference, 1e-12), "error_at": float(errors_over_time(positions, sequence)[at])}
 
 
-def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict, **changes) -> dict:
+def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict, wall_margin: float | None = None,
+             **changes) -> dict:
     began = time.perf_counter()
-    neurok = with_materials(weights, fallback)
+    neurok = with_materials(weights, fallback, wall_margin)
     error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
-    reach = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
+    reach, _ = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
     rows = {category: [sequence_row(neurok, s, **changes) for s in sequences] for category, sequences in chosen.items()}
     return {"weights": _label(weights), "heldout_error": error, "no_deformation": still,
-            "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "rows": rows,
+            "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "wall_margin": neurok.wall_margin, "rows": rows,
             "seconds": time.perf_counter() - began}
 
 
@@ -86,11 +92,11 @@ def _label(weights: Path) -> str:
 
 
 def tables(results: list[dict], rigid: dict) -> str:
-    lines = [f"| weights | held-out reconstruction | no deformation | posterior \\|s\\| 50 / 90 / 99 % (the wall at k_q = 10: {wall_radius(10):.1f}) |",
-             "|---|---:|---:|---:|"]
+    lines = ["| weights | held-out reconstruction | no deformation | posterior \\|s\\| 50 / 90 / 99 % | the wall at k_q = 10 |",
+             "|---|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r['weights']} | {r['heldout_error']:.4f} | {r['no_deformation']:.4f} | "
-                     + " / ".join(f"{v:.1f}" for v in r["reach"]) + " |")
+                     + " / ".join(f"{v:.1f}" for v in r["reach"]) + f" | {wall_radius(10, r['wall_margin']):.1f} |")
     lines += ["", "| weights | category | sequences | reference peak (median) | neural peak (median) | ratio (median) "
                   f"| ratio within [{WITHIN[0]:.2f}, {WITHIN[1]}] | error at {AT} s (mean) | non-finite |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -112,25 +118,24 @@ def main():
     parser.add_argument("--per-category", type=positive, default=10)
     parser.add_argument("--spread", type=positive, default=3, help="take every SPREAD-th usable held-out sequence")
     parser.add_argument("--categories", nargs="+", choices=DEFORMABLE, default=list(DEFORMABLE))
-    parser.add_argument("--wall-margin", type=float, default=None, help="the wall at sqrt(k_q) + this (default: the solver's)")
+    parser.add_argument("--wall-margin", type=float, default=None, help="the wall at sqrt(k_q) + this (default: the weights')")
     parser.add_argument("--stiffness", type=positive_float, default=None, help="replay at this Stiffness (default: each sequence's)")
+    parser.add_argument("--tag", default=None, help="results as deformation_<categories>_TAG (a run kept beside the others)")
     a = parser.parse_args()
-    if a.wall_margin is not None:
-        neural.WALL_MARGIN = a.wall_margin
     chosen = {c: s for c, s in pick_sequences(a.corpus, "heldout", a.per_category, a.spread).items()
               if c in a.categories and s}
     if not chosen:
         parser.error(f"{a.corpus} holds no usable held-out sequence of {', '.join(a.categories)}")
     shipped = NeuROK.load(WEIGHTS)
     changes = {} if a.stiffness is None else {"stiffness": a.stiffness}
-    results = [evaluate(w, a.corpus, chosen, shipped.materials, **changes) for w in a.weights]
+    results = [evaluate(w, a.corpus, chosen, shipped.materials, a.wall_margin, **changes) for w in a.weights]
     rigid = {c: [sequence_row(shipped, s, category="rigid", pull=None) for s in sequences]
              for c, sequences in chosen.items()}  # where the body goes without any deformation
     table = tables(results, rigid)
     print(table)
     name = results_name("deformation", a.categories) + ("" if a.wall_margin is None else f"_wall{a.wall_margin:g}") \
-        + ("" if a.stiffness is None else f"_stiffness{a.stiffness:g}")
-    write_results(name, table, corpus=str(a.corpus), wall_margin=neural.WALL_MARGIN, stiffness=a.stiffness,
+        + ("" if a.stiffness is None else f"_stiffness{a.stiffness:g}") + ("" if a.tag is None else f"_{a.tag}")
+    write_results(name, table, corpus=str(a.corpus), wall_margin=a.wall_margin, stiffness=a.stiffness,
                   results=results, rigid=rigid)
 
 

@@ -30,7 +30,6 @@ import torch
 from benchmarks import results_name, write_results
 from neurok_blender.core import NeuROK
 from neurok_blender.core.options import DEFORMABLE
-from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.trajectory import OUTPUT
 from training.evaluation import diagonal, frame_at, pick_sequences, replay_conditions, shape_error
 from training.examples import rigid_alignment
@@ -90,7 +89,7 @@ def sequence_row(neurok: NeuROK, sequence) -> dict:
         row[str(t)] = {"rest": {"error": rest, "latent_norm": 0.0}}
         for name, kmap in maps.items():
             reached, norm = (rest, 0.0) if kmap is None else fit(
-                kmap, points, target, size, wall_radius(kmap.reduced_size) if name == FITS[0] else None)
+                kmap, points, target, size, kmap.wall_radius if name == FITS[0] else None)
             row[str(t)][name] = {"error": reached, "latent_norm": norm} if reached < rest else row[str(t)]["rest"]
     print(sequence.category, sequence.shape, {t: {n: round(row[str(t)][n]["error"], 4) for n in ("rest",) + FITS}
                                               for t in TIMES}, flush=True)

@@ -32,7 +32,6 @@ from neurok_blender.core.checkpoint import load_model
 from neurok_blender.core.fitting import fit_pose, latent_decoder
 from neurok_blender.core.mesh import is_closed, winding_number
 from neurok_blender.core.model import prepare_shape, shape_tensors
-from neurok_blender.core.neural import wall_radius
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.trajectory import OUTPUT
 from training.corpus.shards import read_shard
@@ -104,7 +103,7 @@ class Object:
             return ((kmap.deformed(s[None], OUTPUT)[0] - center) / self.shape.scale).float()
 
         start = torch.zeros(kmap.reduced_size, dtype=torch.float64)
-        return fit_pose(decode, start, self.target, radius=wall_radius(kmap.reduced_size), steps=steps), kmap.reduced_size
+        return fit_pose(decode, start, self.target, radius=kmap.wall_radius, steps=steps), kmap.reduced_size
 
     def iou(self, fitted) -> float | None:
         faces = self.sequence.faces

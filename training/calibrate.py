@@ -30,9 +30,11 @@ each at the ones chosen before:
 
 A rollout that goes non-finite scores FAILED_ERROR. Training sequences only, so the held-out ones
 stay unseen for the benchmarks. It also measures how far the training deformations reach in the
-reduced coordinates, |s| = |A (mu - mu_cond)| of the posterior means: the solver keeps s within the
-prior's typical set (its wall), where the quadratic expansion of the decoder holds. The materials go
-into WEIGHTS (key "materials", rewritten atomically), everything into
+reduced coordinates, |s| = |A (mu - mu_cond)| of the posterior means, and puts the solver's wall
+where WALL_PERCENTILE of them lie (S = sqrt(k) + margin, never inside the prior's typical set:
+``wall_margin_of``), measuring every category's material with it: a model trained to deformations
+past the typical set keeps its solver there. The materials go into WEIGHTS (keys "materials" and
+"wall_margin", rewritten atomically), everything into
 benchmarks/results/calibration.{json,md}; with ``--categories`` the other categories keep their
 materials and their part of the previous report. What each grid measured and why it was chosen:
 docs/benchmarks.md, "Calibration".
@@ -50,6 +52,7 @@ import torch
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint, save_checkpoint
 from neurok_blender.core.material import CategoryMaterial, mass_per_length
+from neurok_blender.core.neural import WALL_MARGIN
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
 from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
@@ -71,6 +74,7 @@ JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 o
 LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (material.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 OBJECTIVES = ("error", "motion", "short")  # what chooses the frequency (calibrate_category)
+WALL_PERCENTILE = 90  # of the training posteriors' |s| - sqrt(k): inside the wall (wall_margin_of)
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
 SOLID = ("elastic", "continuum")  # their frequency follows the body's mass and size (material.solid_frequency_scale)
@@ -80,21 +84,22 @@ MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance",
                    "contact_stiffness_ratio")  # CategoryMaterial's
 
 
-def replay(model, sequence, material: CategoryMaterial, frames: int) -> np.ndarray:
+def replay(model, sequence, material: CategoryMaterial, frames: int, wall_margin: float = WALL_MARGIN) -> np.ndarray:
     """The neural solver's frames for a sequence's shape and conditions with ``material`` as default."""
-    neurok = NeuROK(model, {c: material for c in DEFORMABLE})
+    neurok = NeuROK(model, {c: material for c in DEFORMABLE}, wall_margin=wall_margin)
     conditions = replay_conditions(sequence, frames=min(frames, len(sequence.positions)))
     return neurok.simulate(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions).positions
 
 
-def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) -> tuple[float, float, int, float, float]:
+def score(model, sequences, material: CategoryMaterial, frames: int, pool=None,
+          wall_margin: float = WALL_MARGIN) -> tuple[float, float, int, float, float]:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
     non-finite rollout), the failures, the median over the sequences of the peak shape change's
     ratio to the reference's (0 for a failure) and the mean vertex error at SHORT_HORIZON (FAILED_ERROR
     for a failure). With ``pool`` the sequences spread over its
     processes, which replay with their own copies of the model, loaded from the same weights
-    (``_load_worker``)."""
-    jobs = [(sequence, material, frames) for sequence in sequences]
+    (``_load_worker``). The solver's wall at ``wall_margin`` (the weights')."""
+    jobs = [(sequence, material, frames, wall_margin) for sequence in sequences]
     if pool is None:
         errors = [sequence_errors(model, *job) for job in jobs]
     else:
@@ -103,12 +108,13 @@ def score(model, sequences, material: CategoryMaterial, frames: int, pool=None) 
     return float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change)), float(np.mean(short))
 
 
-def sequence_errors(model, sequence, material: CategoryMaterial, frames: int) -> tuple[float, float, bool, float, float]:
+def sequence_errors(model, sequence, material: CategoryMaterial, frames: int,
+                    wall_margin: float = WALL_MARGIN) -> tuple[float, float, bool, float, float]:
     """Mean shape and vertex error of one replay over its frames, whether it went non-finite
     (FAILED_ERROR each then, and no shape change), its ``peak_shape_change`` over the reference's
     in the same frames, and its vertex error at SHORT_HORIZON."""
     try:
-        positions = replay(model, sequence, material, frames)
+        positions = replay(model, sequence, material, frames, wall_margin)
     except SimulationError:
         return FAILED_ERROR, FAILED_ERROR, True, 0.0, FAILED_ERROR
     change = peak_shape_change(positions, sequence) / max(peak_shape_change(sequence.positions[:len(positions)], sequence),
@@ -130,11 +136,12 @@ def _pooled_errors(job) -> tuple[float, float, bool, float, float]:
     return sequence_errors(_worker_model, *job)
 
 
-def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.ndarray:
-    """|s| of the posterior means of ``examples`` training examples in their shapes' active subspaces."""
+def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """|s| of the posterior means of ``examples`` training examples in their shapes' active subspaces,
+    and the subspaces' sizes k."""
     items = load_corpus(corpus, "train")
     rng = np.random.default_rng(seed)
-    reach = []
+    reach, sizes = [], []
     for _ in range(examples):
         example = make_example(items[int(rng.integers(len(items)))], rng, model.config, augment=False)
         t = batch_tensors(model, collate([example]), "cpu")
@@ -143,22 +150,32 @@ def latent_reach(model, corpus: Path, examples: int = 256, seed: int = 0) -> np.
             mean, _ = model.posterior(t["features"], t["deformation"])
         subspace = active_subspace(model, prior_mean[0], tokens[0], t["query_features"][0])
         reach.append(float(torch.einsum("ilc,lc->i", subspace.basis, (mean - prior_mean)[0]).norm()))
-    return np.asarray(reach)
+        sizes.append(subspace.size)
+    return np.asarray(reach), np.asarray(sizes)
+
+
+def wall_margin_of(reach: np.ndarray, sizes: np.ndarray) -> float:
+    """The solver's wall margin for a model whose training posteriors lie at |s| = ``reach`` in
+    subspaces of ``sizes`` coordinates: WALL_PERCENTILE of them inside S = sqrt(k) + margin, never
+    less than the prior's own typical set (neural.WALL_MARGIN)."""
+    return max(WALL_MARGIN, float(np.percentile(reach - np.sqrt(sizes), WALL_PERCENTILE)))
 
 
 def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categories=DEFORMABLE,
               spread: int = 7, jobs: int = 1, frequencies=FREQUENCIES, dampings=None, objective: str = "error") -> dict:
-    """The materials of ``categories`` and, when all are calibrated, the latent reach: a property of
+    """The materials of ``categories`` and, when all are calibrated, the latent reach and the wall's
+    margin from it (``wall_margin_of``; the materials are then measured with that wall): a property of
     the model over the whole corpus, which a run on some categories (often on a corpus of only those)
-    leaves to the previous report."""
+    leaves to the previous report, its materials measured with the weights' wall."""
     model = load_model(weights, "cpu")
-    report = {}
+    report, margin = {}, read_checkpoint(weights).get("wall_margin", WALL_MARGIN)
     if set(categories) == set(DEFORMABLE):
-        reach = latent_reach(model, corpus)
+        reach, sizes = latent_reach(model, corpus)
         percentiles = {str(p): float(np.percentile(reach, p)) for p in (50, 90, 99)}
+        margin = wall_margin_of(reach, sizes)
         print(f"posterior |s| over {len(reach)} training examples, percentiles 50/90/99: "
-              + " / ".join(f"{v:.2f}" for v in percentiles.values()), flush=True)
-        report = {"reach_percentiles": percentiles, "reach_examples": len(reach)}
+              + " / ".join(f"{v:.2f}" for v in percentiles.values()) + f"; the wall's margin {margin:.2f}", flush=True)
+        report = {"reach_percentiles": percentiles, "reach_examples": len(reach), "wall_margin": margin}
     chosen = pick_sequences(corpus, "train", per_category, spread)
     pool = spawned_pool(jobs, _load_worker, weights) if jobs > 1 else None
     try:
@@ -167,7 +184,7 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
             if not sequences:
                 raise ValueError(f"no usable {category} training sequences in {corpus}")
             report[category] = calibrate_category(model, category, sequences, frames, pool, frequencies, dampings,
-                                                  objective)
+                                                  objective, margin)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)  # an interrupted calibration does not wait for queued replays
@@ -175,7 +192,7 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 
 
 def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
-                       dampings=None, objective: str = "error") -> dict:
+                       dampings=None, objective: str = "error", wall_margin: float = WALL_MARGIN) -> dict:
     """The frequency by shape error (``objective`` "error"), by how far the median peak shape change
     is from the reference's, |log ratio| ("motion"), or by the vertex error at SHORT_HORIZON ("short");
     then by vertex error, for FLOWING categories the damping and yield
@@ -195,7 +212,7 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
             material = CategoryMaterial(frequency, damping, strain, rolling, restitution, ratio,
                                         stiffness_proportional=proportional, mass_per_length=per_length,
                                         contact_stiffness_ratio=contact)
-            trials[key] = result = score(model, sequences, material, frames, pool)
+            trials[key] = result = score(model, sequences, material, frames, pool, wall_margin)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}: "
                   f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}, shape change ratio {result[3]:.3f}, "
@@ -257,8 +274,8 @@ def mean_mass_per_length(sequences) -> float:
 
 
 def store(weights: Path, report: dict) -> None:
-    """Write the report's materials into the checkpoint next to the weights (atomically); categories
-    the report does not cover keep theirs."""
+    """Write the report's materials (and its wall margin, when it measured one) into the checkpoint
+    next to the weights (atomically); categories the report does not cover keep theirs."""
     payload = read_checkpoint(weights)
     materials = dict(payload.get("materials", {}))
     materials.update({c: {k: report[c][k] for k in MATERIAL_FIELDS if k in report[c]}
@@ -266,7 +283,9 @@ def store(weights: Path, report: dict) -> None:
     missing = set(DEFORMABLE) - set(materials)
     if missing:
         raise ValueError(f"{weights} would have no material for {sorted(missing)}: calibrate them too")
-    save_checkpoint(weights, load_model(weights, "cpu"), payload["about"], materials=materials)
+    wall = {"wall_margin": report.get("wall_margin", payload.get("wall_margin"))}
+    save_checkpoint(weights, load_model(weights, "cpu"), payload["about"], materials=materials,
+                    **{k: v for k, v in wall.items() if v is not None})
 
 
 def table(report: dict) -> str:
@@ -287,7 +306,8 @@ def table(report: dict) -> str:
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]
         lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
-                     f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}.")
+                     f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}"
+                     + (f"; the solver's wall at sqrt(k) + {report['wall_margin']:.2f}." if "wall_margin" in report else "."))
     return "\n".join(lines)
 
 

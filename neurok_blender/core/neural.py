@@ -27,6 +27,8 @@ trained. mu = tr(Y^T m Y) / k_q at rest is the mass an average reduced direction
 is measured against the spring itself; S = sqrt(k_q) + WALL_MARGIN is
 the edge of the prior's typical set (|s| of a k_q-dimensional standard normal is about sqrt(k_q),
 within 2.5 beyond it for all but 1e-3 of draws up to k_q = 16), and the wall is steep beyond it.
+Weights may carry a calibrated margin instead (``wall_margin``: where their training posteriors lie,
+``training/calibrate.py``), when the deformations they learned sit past the typical set.
 Without it a spinning body could soften along a curved latent direction (the centrifugal term
 sum m r . d2y/ds2 beats the spring) and run off, out of the space the decoder was trained on.
 
@@ -40,6 +42,11 @@ e_y: s_p <- s - (e_y / e)(s - s_p), the return of a Prandtl element (a spring in
 friction slider) to its yield surface. The energy the springs lose that way is dissipated, so the
 energy balance still closes. A body that never yields (e_y None) is the elastic one above.
 The wall stays on s itself: it bounds the shapes, plastic or not, to where the decoder was trained.
+
+Articulated bodies (their loose parts are links on free joints): the springs above would pull a
+swung part back to its rest pose, so their springs are instead each part's shape matching and a
+spring at each point where two parts touch (``articulation.py``): a part turned rigidly costs
+nothing, at any angle. The mass points are then condensed part by part.
 
 Inertia floor (selective mass scaling): the decoder moves some reduced directions hardly at all, with
 rest masses (eigenvalues lambda_e of M_ss = Y^T m Y) 15 to 200 times below mu, yet the wall holds them
@@ -83,6 +90,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
+from .articulation import Joints, match_parts, matching_hessian
 from .kinematics import MASS, KinematicMap, forward_jacobian, rows_at
 from .mirror import MirrorGroup
 from .model import NeuROKModel, ObjectShape, shape_tensors
@@ -94,17 +102,19 @@ from .skinning import DRAWN_DTYPE, Skinning, deform, displaced_by, moved_by, que
 from .taylor import coefficients, differences_lanes
 
 
-WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over from the spring
+WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over (weights without a calibrated one)
 MASS_FLOOR = 0.25  # of mu: the least inertia of a reduced direction (module docstring), so its wall rings at most twice as fast
 RETURN_ITERATIONS = 3  # of the plastic return to the yield surface (flow)
 CONDENSE_TOLERANCE = 1e-12  # singular values below this share of the largest carry no mass point
 ATTACHED_KEPT = 16  # point sets a build keeps skinned for its maps (a live grab attaches one each)
+JOINTS = ("joint first", "joint second")  # an articulated body's joint points, carried by either part
 _ATTACHING = threading.Lock()  # Blender solves on a thread while live mode may attach on the main one
 
 
-def wall_radius(reduced_size: int) -> float:
-    """S: where the wall takes over, the edge of the prior's typical set in k_q dimensions."""
-    return float(np.sqrt(reduced_size)) + WALL_MARGIN
+def wall_radius(reduced_size: int, margin: float = WALL_MARGIN) -> float:
+    """S = sqrt(k_q) + margin: where the wall takes over, the edge of the prior's typical set in k_q
+    dimensions (WALL_MARGIN), or where a model's training posteriors lie (its calibrated margin)."""
+    return float(np.sqrt(reduced_size)) + margin
 
 
 def inertia_floor(rest_mass, mean_mass):
@@ -189,7 +199,8 @@ class NeuralBodyMap(KinematicMap):
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
                  frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
-                 mirrors: MirrorGroup | None = None, condense: bool = True, order: int = 2):
+                 mirrors: MirrorGroup | None = None, condense: bool = True, order: int = 2,
+                 joints: Joints | None = None, wall_margin: float = WALL_MARGIN):
         super().__init__()
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
@@ -217,18 +228,24 @@ class NeuralBodyMap(KinematicMap):
         self._skins = {}  # point-set name -> (each mirror image's skinning, the set's quadratic field)
         self._attached = collections.OrderedDict()  # the same, by the points from the centre (shared by with_material)
         self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
-        self.attach(MASS, self.mass_points)
+        self._part_images = None  # (|G|, parts): the part each reflection maps a part onto
+        labels = nearest_parts(shape.to_model(self.mass_points[0].numpy()), shape)
+        self.parts = torch.as_tensor(labels) if joints is not None else None  # articulated: the mass points' parts
+        self.attach(MASS, self.mass_points, parts=labels)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
         self.rest_motion = self.jacobian(self.rest_coordinates(), MASS)[1][..., 6:]
         rest_mass = torch.einsum("bpik,bp,bpil->bkl", self.rest_motion, self.masses, self.rest_motion)  # M_ss at rest
         self.wall_mass = rest_mass.diagonal(dim1=-2, dim2=-1).sum(-1) / max(k, 1)
         self.mass_floor = inertia_floor(rest_mass, self.wall_mass)
-        self.wall_radius = wall_radius(k)
+        self.wall_radius = wall_radius(k, wall_margin)
         self.yield_strain = yield_strain
         self.gyration = torch.sqrt(torch.einsum("p,pk,pk->", m, arms, arms) / m.sum())  # |xbar - c|_m
         self._extent = (self.mass_points.amax(1) - self.mass_points.amin(1)).norm(dim=-1)
         if condense and self._skins[MASS][1] is not None:
             self._condense_mass_points()
+        if joints is not None:
+            self._attach_joints(joints)
+            self.part_count = int(self.parts.max()) + 1
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
     def with_material(self, frequency: float, yield_strain: float | None, shift=None) -> "NeuralBodyMap":
@@ -264,33 +281,68 @@ class NeuralBodyMap(KinematicMap):
         Each mass point enters the engine through phi_i = (r_i, Y_i, Z_i), its rest offset from the
         centre of mass and its field y(s) = c + r + Y s + 1/2 Z[s, s] (B = 1), and every mass-weighted
         sum the engine takes (M, the Coriolis and centrifugal terms, the springs, the strain, drag) is
-        bilinear in phi, so it depends on the points only through G = sum m phi phi^T; gravity's and
-        the centre of mass's sums are linear, and sum m phi = 0 (the mean-axis frame). With
-        sqrt(m) phi = U S V^T of rank r, the 2 r points +-S_j V_j / sqrt(2 mu), each of mass
-        mu = M / (2 r), have the same G, total mass and zero first moments: the same T, V and forces
-        for every q, q_dot. r <= 3 (1 + k + k (k + 1) / 2), less when mirror blocks leave Z sparse,
-        against about a thousand samples; a set already that small is kept. The condensed points
-        carry the mass but do not lie on the body: draw the body through other point sets.
+        bilinear in phi, so it depends on the points only through their mass M, first moment M phibar
+        and G = sum m (phi - phibar)(phi - phibar)^T; for an articulated body (``parts``), each
+        part's own, since its shape matching sums over the part (``articulation.py``). With
+        sqrt(m) (phi - phibar) = U S V^T of rank r, the 2 r points phibar +- S_j V_j sqrt(r / M), each
+        of mass M / (2 r), have the same mass and moments: the same T, V and forces for every q,
+        q_dot. r <= 3 (1 + k + k (k + 1) / 2), less when mirror blocks leave Z sparse, against about
+        a thousand samples (phibar = 0 over the whole body: the mean-axis frame); a set already that
+        small is kept. The condensed points carry the mass but do not lie on the body: draw the body
+        through other point sets.
         """
         _, (first, second) = self._skins[MASS]
         count, k = self.mass_points.shape[1], self.reduced_size
         offsets = self.mass_points[0] - self.center
         phi = torch.cat([offsets[..., None], first[0], second[0].reshape(count, 3, k * k)], -1).reshape(count, -1)
-        weighted = self.masses[0].sqrt()[:, None] * phi
-        used = weighted.abs().amax(0) > 0  # mirror blocks leave most of Z zero
-        _, singular, rows = torch.linalg.svd(weighted[:, used], full_matrices=False)
-        keep = singular > CONDENSE_TOLERANCE * singular[0]
-        rank = int(keep.sum())
-        if 2 * rank >= count:
+        labels = torch.zeros(count, dtype=torch.long) if self.parts is None else self.parts
+        kept, masses, parts = [], [], []
+        for part in labels.unique().tolist():
+            members = labels == part
+            mass, m = self.masses[0, members].sum(), self.masses[0, members]
+            mean = (m[:, None] * phi[members]).sum(0) / mass
+            spread = m.sqrt()[:, None] * (phi[members] - mean)
+            used = spread.abs().amax(0) > 0  # mirror blocks leave most of Z zero
+            _, singular, rows = torch.linalg.svd(spread[:, used], full_matrices=False)
+            rank = int((singular > CONDENSE_TOLERANCE * singular[0]).sum()) if len(singular) else 0
+            if rank == 0:  # every point alike: one at their mean carries them
+                kept.append(mean[None])
+                masses.append(mass[None])
+            elif 2 * rank >= int(members.sum()):
+                kept.append(phi[members])
+                masses.append(m)
+            else:
+                half = torch.zeros(rank, phi.shape[1], dtype=phi.dtype)
+                half[:, used] = singular[:rank, None] * rows[:rank] * torch.sqrt(rank / mass)
+                kept.append(torch.cat([mean + half, mean - half]))
+                masses.append(torch.full((2 * rank,), float(mass) / (2 * rank), dtype=phi.dtype))
+            parts.append(torch.full((len(kept[-1]),), part, dtype=torch.long))
+        condensed = torch.cat(kept)
+        if len(condensed) >= count:
             return
-        mu = self.masses.sum() / (2 * rank)
-        half = torch.zeros(rank, phi.shape[1], dtype=phi.dtype)
-        half[:, used] = singular[keep, None] * rows[keep] / torch.sqrt(2 * mu)
-        condensed = torch.cat([half, -half]).reshape(-1, 3, 1 + k + k * k)
+        condensed = condensed.reshape(-1, 3, 1 + k + k * k)
         self.mass_points = (self.center + condensed[..., 0])[None]
-        self.masses = torch.full((1, len(condensed)), float(mu), dtype=phi.dtype)
+        self.masses = torch.cat(masses)[None]
+        self.parts = None if self.parts is None else torch.cat(parts)
         field = (condensed[None, ..., 1:1 + k].contiguous(), condensed[None, ..., 1 + k:].reshape(1, -1, 3, k, k).contiguous())
         self._skins[MASS] = (None, field)  # no network skinning: the condensed points are not on the body
+
+    def _attach_joints(self, joints: Joints):
+        """The joint springs (``articulation.py``): each joint point attached twice, as a point of either
+        part (JOINTS), with the lighter part's mass spread over its pair's points. The parts are numbered
+        afresh over those that carry mass points (a sliver may carry none: it has no shape to keep)."""
+        present, self.parts = torch.unique(self.parts, return_inverse=True)
+        part_mass = torch.zeros(len(present), dtype=self.dtype).index_add_(0, self.parts, self.masses[0])
+        number = np.full(max(int(present.max()), int(joints.second.max(initial=0))) + 1, -1)
+        number[present.numpy()] = np.arange(len(present))
+        first, second = number[joints.first], number[joints.second]
+        held = (first >= 0) & (second >= 0)
+        points, first, second = torch.as_tensor(joints.points[held], dtype=self.dtype)[None], first[held], second[held]
+        for name, parts in zip(JOINTS, (joints.first[held], joints.second[held])):
+            self.attach(name, points, parts=parts)
+        _, which, sizes = np.unique(first * len(present) + second, return_inverse=True, return_counts=True)
+        lighter = torch.minimum(part_mass[first], part_mass[second])
+        self.joint_masses = (lighter / torch.as_tensor(sizes[which], dtype=self.dtype))[None]
 
     @property
     def reduced_size(self) -> int:
@@ -335,8 +387,10 @@ class NeuralBodyMap(KinematicMap):
         for index in range(self.mirrors.size):
             image = self.mirrors.reflect(points[0].detach(), index)
             model_points = (image.numpy() - self.shape.center) / self.shape.scale
-            image_parts = parts if parts is not None and index == 0 else \
-                nearest_parts(model_points, self.shape)
+            if parts is None:
+                image_parts = nearest_parts(model_points, self.shape)
+            else:  # the reflected part: a point between two parts keeps the one it was given
+                image_parts = np.asarray(parts) if index == 0 else self._reflected_parts()[index][parts]
             points_t = torch.as_tensor(model_points, dtype=DRAWN_DTYPE if output else self.dtype)
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
@@ -357,6 +411,14 @@ class NeuralBodyMap(KinematicMap):
             arms = points - self.center
             field = (first - self._rigid_motion(arms, *self._frame[0]), second - self._rigid_motion(arms, *self._frame[1]))
         return images, field
+
+    def _reflected_parts(self):
+        """(|G|, parts): the part each reflection maps each of the mesh's parts onto."""
+        if self._part_images is None:
+            labels = self.shape.vertex_parts
+            first = np.unique(labels, return_index=True)[1]  # a vertex of each part, in the parts' order
+            self._part_images = labels[self.mirrors.vertex_images(self.shape.to_world(self.shape.vertices), first)]
+        return self._part_images
 
     def _image_fields(self, images):
         """Each mirror image's Y_g = d y_g / d s_g (1, P, 3, k) and Z_g (1, P, 3, k, k), y_g = g h F(z(s_g), g x),
@@ -536,20 +598,53 @@ class NeuralBodyMap(KinematicMap):
         floor = torch.nn.functional.pad(self.mass_floor, (6, 0, 6, 0))
         return dataclasses.replace(terms, mass_matrix=terms.mass_matrix + floor)
 
+    def _joint_fields(self, s):
+        """The joint springs' stretch y_a - y_b - (its plastic rest) (B, J, 3) and its Jacobian (B, J, 3, k)."""
+        (ra, ra_s, _), (rb, rb_s, _) = (self._expansion(name, s) for name in JOINTS)
+        return ra - rb - self.plastic_gap, ra_s - rb_s
+
     def set_plastic_rest(self, s_p):
-        """s_p (B, k), and y(s_p) at the mass points, where the springs pull to."""
+        """s_p (B, k), and y(s_p) at the mass points, where the springs pull to (an articulated body's
+        joints: their gap at s_p)."""
         self.plastic_rest = s_p
         self.plastic_shape = self.deformed(s_p, MASS)
+        self._matching = (None, None)
+        if self.parts is not None:
+            self.plastic_gap = self._joint_gap(s_p)
 
-    def stretch(self, s):
-        """y(s) - y(s_p) at the mass points (B, P, 3): how far the springs are stretched."""
-        return self.deformed(s, MASS) - self.plastic_shape
+    def _joint_gap(self, s):
+        """y_a(x_j) - y_b(x_j) (B, J, 3): how far apart the two parts' motions carry each joint point."""
+        return self.deformed(s, JOINTS[0]) - self.deformed(s, JOINTS[1])
+
+    def _held(self, s):
+        """What the springs stretch at s: y(s) at the mass points and, articulated, the joints' gap."""
+        return self.deformed(s, MASS), None if self.parts is None else self._joint_gap(s)
+
+    def _springs(self, shape, gap=None):
+        """The springs' sum m |u|^2 (B,) from ``_held``: u = y(s) - y(s_p) at the mass points, or an
+        articulated body's parts against their best rigid motions and its joints' stretch."""
+        if self.parts is None:
+            u = shape - self.plastic_shape
+            return (self.masses[..., None] * u * u).sum((1, 2))
+        gap = gap - self.plastic_gap
+        return self._matched(shape).energy + (self.joint_masses[..., None] * gap * gap).sum((1, 2))
+
+    def _matched(self, shape, q=None):
+        """``articulation.match_parts`` of the mass points at ``shape`` against the plastic rest shape;
+        the last one at ``q`` is kept (the gradient's and the Hessian's of one step)."""
+        if q is not None and self._matching[0] is q:
+            return self._matching[1]
+        matched = match_parts(shape, self.plastic_shape, self.masses, self.parts, self.part_count)
+        if q is not None:
+            self._matching = (q, matched)
+        return matched
 
     def potential(self, q):
-        """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring)."""
+        """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring);
+        an articulated body's springs are its parts' shape matching and its joints
+        (``articulation.py``)."""
         s = q[:, 6:]
-        u = self.stretch(s)
-        spring = (self.masses[..., None] * u * u).sum((1, 2))
+        spring = self._springs(*self._held(s))
         radius = self.wall_radius
         wall = self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
         return 0.5 * self._per_body(self.omega2, spring) * (spring + wall)
@@ -562,8 +657,14 @@ class NeuralBodyMap(KinematicMap):
             return None
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
-        u = r + self.center - self.plastic_shape
+        if self.parts is None:
+            u = r + self.center - self.plastic_shape
+        else:  # envelope theorem: the residual of the best rigid motion (articulation.py)
+            u = self._matched(r + self.center, q).residual
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
+        if self.parts is not None:
+            gap, gap_s = self._joint_fields(s)
+            spring = spring + torch.einsum("bp,bpi,bpik->bk", self.joint_masses, gap, gap_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self._per_body(self.omega2, spring) * (spring + wall)], 1)
 
@@ -574,8 +675,18 @@ class NeuralBodyMap(KinematicMap):
             return None
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
-        u = r + self.center - self.plastic_shape
-        spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s) + self._against_second(self.masses[..., None] * u)
+        if self.parts is None:
+            u = r + self.center - self.plastic_shape
+            spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s)
+        else:
+            matched = self._matched(r + self.center, q)
+            u = matched.residual
+            spring = matching_hessian(matched, self.masses, self.parts, r_s)
+            gap, gap_s = self._joint_fields(s)
+            curvature = [self._skin(name)[1][1] for name in JOINTS]
+            spring = spring + torch.einsum("bp,bpik,bpil->bkl", self.joint_masses, gap_s, gap_s) + torch.einsum(
+                "bpi,bpikl->bkl", self.joint_masses[..., None] * gap, curvature[0] - curvature[1])
+        spring = spring + self._against_second(self.masses[..., None] * u)
         norm2 = (s * s).sum(1)[:, None, None]
         eye = torch.eye(s.shape[1], dtype=s.dtype)
         wall = 3 * self.wall_mass[:, None, None] / self.wall_radius**4 * (
@@ -585,13 +696,13 @@ class NeuralBodyMap(KinematicMap):
         return hessian
 
     def strain(self, s):
-        """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of gyration."""
-        return self._strain_at(self.deformed(s, MASS))
+        """e = |y(s) - y(s_p)|_m / |xbar - c|_m per body: the springs' RMS stretch over the radius of
+        gyration (articulated: sqrt(their sum m |u|^2 / M) over it, ``_springs``)."""
+        return self._strain_at(*self._held(s))
 
-    def _strain_at(self, shape):
-        """``strain`` from y(s) at the mass points, for a caller that holds it while s_p moves."""
-        u = shape - self.plastic_shape
-        return torch.sqrt((self.masses[..., None] * u * u).sum((1, 2)) / self.masses.sum(1)) / self.gyration
+    def _strain_at(self, shape, gap=None):
+        """``strain`` from ``_held(s)``, for a caller that holds it while s_p moves."""
+        return torch.sqrt(self._springs(shape, gap) / self.masses.sum(1)) / self.gyration
 
     def flow(self, q):
         """Plastic return: s_p <- s - k (s - s_p) where e > e_y, with k = e_y / e for a linear map and
@@ -601,15 +712,15 @@ class NeuralBodyMap(KinematicMap):
         if self.yield_strain is None:  # never yields
             return super().flow(q)
         s = q[:, 6:]
-        shape = self.deformed(s, MASS)  # y(s): decoded once, only s_p moves below
-        strain = first = self._strain_at(shape)
+        held = self._held(s)  # y(s): decoded once, only s_p moves below
+        strain = first = self._strain_at(*held)
         if not bool((strain > self.yield_strain).any()):
             return torch.zeros_like(strain)
         start, kept = self.plastic_rest, torch.ones_like(strain)
         for _ in range(RETURN_ITERATIONS):
             kept = torch.clamp(kept * self.yield_strain / strain, max=1.0)
             self.set_plastic_rest(s - kept[:, None] * (s - start))
-            strain = self._strain_at(shape)
+            strain = self._strain_at(*held)
         return 0.5 * self._per_body(self.omega2, first) * self.masses.sum(1) * self.gyration**2 * (first**2 - strain**2)
 
     @staticmethod
@@ -656,9 +767,11 @@ class NeuralBodyStack(NeuralBodyMap):
 
     def __init__(self, maps: list[NeuralBodyMap]):
         KinematicMap.__init__(self)
-        if any(m.reduced_size != maps[0].reduced_size or not m.has_fields for m in maps):
-            raise ValueError("stacked maps have the quadratic expansion and the same number of coordinates")
+        if any(m.reduced_size != maps[0].reduced_size or not m.has_fields or m.parts is not None for m in maps):
+            raise ValueError("stacked maps have the quadratic expansion, the same number of coordinates and "
+                             "the elastic potential (not an articulated body's)")
         self.maps = maps
+        self.parts = None
         count = max(m.mass_points.shape[1] for m in maps)
         pad = lambda t: torch.nn.functional.pad(t, [0, 0] * (t.dim() - 2) + [0, count - t.shape[1]])
         self.mass_points = torch.cat([pad(m.mass_points) for m in maps])
@@ -771,8 +884,12 @@ def shape_digest(points: np.ndarray, origin, size: float) -> str:
 
 
 def nearest_parts(points: np.ndarray, shape: ObjectShape) -> np.ndarray:
-    """The part of the shape's vertex nearest each point (a k-d tree); no search for a shape of one part."""
+    """The part of the surface point nearest each point (model units), among the shape's vertices and
+    encoder samples (a k-d tree): a point deep in a long box is nearer its own faces than the corner
+    of the box hinged to it, not always nearer its own corners. No search for a shape of one part."""
     parts = shape.vertex_parts
     if len(parts) and (parts == parts[0]).all():
         return np.full(len(points), parts[0])
-    return parts[cKDTree(shape.vertices).query(points)[1]]
+    surface = np.concatenate([shape.vertices, shape.samples.points])
+    labels = np.concatenate([parts, shape.triangle_parts[shape.samples.faces]])
+    return labels[cKDTree(surface).query(points)[1]]

@@ -15,6 +15,7 @@ on it (``neural.py``, ``dynamics.py``).
 import collections
 import dataclasses
 import hashlib
+import math
 import threading
 from pathlib import Path
 from typing import Callable
@@ -22,6 +23,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .articulation import find_joints
 from .checkpoint import load_model, read_checkpoint
 from .interactive import LiveBody, live
 from .dynamics import Environment
@@ -29,7 +31,7 @@ from .mass_points import material_points
 from .material import CategoryMaterial, body_material
 from .mirror import find_mirrors
 from .model import NeuROKModel, prepare_shape, shape_tensors
-from .neural import NeuralBodyMap, shape_digest
+from .neural import WALL_MARGIN, NeuralBodyMap, shape_digest
 from .options import DEFORMABLE, Conditions
 from .reduction import MAX_COORDINATES, Subspace, active_subspace, drop_massless
 from .simulation import DTYPE, Report, SimulationResult, simulate
@@ -39,15 +41,21 @@ BUILDS_KEPT = 4  # meshes whose learned coordinates NeuROK.body keeps (a 10k-ver
 
 
 class NeuROK:
-    """The trained model with its per-category materials; ``simulate`` runs any mesh."""
+    """The trained model with its per-category materials and the margin of its latent wall
+    (``neural.wall_radius``); ``simulate`` runs any mesh."""
 
-    def __init__(self, model: NeuROKModel, materials: dict[str, CategoryMaterial], source: str = "memory"):
+    def __init__(self, model: NeuROKModel, materials: dict[str, CategoryMaterial], source: str = "memory",
+                 wall_margin: float = WALL_MARGIN):
         missing = set(DEFORMABLE) - set(materials)
         if missing:
             raise ValueError(f"{source} has no calibrated material for {sorted(missing)}: run python -m training.calibrate")
+        if not (isinstance(wall_margin, (int, float)) and math.isfinite(wall_margin) and wall_margin >= 0):
+            raise ValueError(f"{source}: the wall margin must be a finite number of prior standard deviations >= 0, "
+                             f"got {wall_margin!r}")
         self.model = model.cpu().eval()  # the engine differentiates on the CPU in float64
         self.materials = materials
         self.source = source
+        self.wall_margin = float(wall_margin)
         self._builds = collections.OrderedDict()  # body's builds, least recently used first
         self._building = threading.Lock()
 
@@ -62,7 +70,8 @@ class NeuROK:
             materials = {name: CategoryMaterial(**values) for name, values in payload.get("materials", {}).items()}
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: its calibrated materials cannot be read ({error})") from error
-        return cls(load_model(path, "cpu").requires_grad_(False), materials, str(path))  # never trained here
+        return cls(load_model(path, "cpu").requires_grad_(False), materials, str(path),  # never trained here
+                   payload.get("wall_margin", WALL_MARGIN))
 
     def body(self, vertices: np.ndarray, faces: np.ndarray, conditions: Conditions,
              category: str) -> tuple[NeuralBodyMap | None, Report]:
@@ -77,10 +86,11 @@ class NeuROK:
         corner = v.min(0)  # from its lowest corner, in metres: a copy moved elsewhere is the same build,
         # one scaled is not
         triangles = hashlib.blake2b(np.ascontiguousarray(faces, np.int64).tobytes(), digest_size=16).hexdigest()
-        key = (shape_digest(v, corner, 1.0), triangles, float(conditions.mass), conditions.expansion)
+        articulated = category == "articulated"  # its parts matched and joined (articulation.py)
+        key = (shape_digest(v, corner, 1.0), triangles, float(conditions.mass), conditions.expansion, articulated)
         with self._building:  # Blender solves on a thread while live mode may build on the main one
             if key not in self._builds:
-                self._builds[key] = (corner, *self._build(vertices, faces, conditions))
+                self._builds[key] = (corner, *self._build(vertices, faces, conditions, articulated))
                 while len(self._builds) > BUILDS_KEPT:
                     self._builds.popitem(last=False)
             self._builds.move_to_end(key)
@@ -94,10 +104,13 @@ class NeuROK:
                         mass_at=where, material=material)
         return built.with_material(material.frequency, material.yield_strain, corner - built_at), report
 
-    def _build(self, vertices, faces, conditions: Conditions):
+    def _build(self, vertices, faces, conditions: Conditions, articulated: bool):
         """(map or None, where the mass is, mirror images, share of the active subspace's trace kept)
-        for ``body``: the map's material is set by its caller."""
+        for ``body``: the map's material is set by its caller. An ``articulated`` body of several loose
+        parts gets the joint-free potential (``articulation.py``)."""
         shape = prepare_shape(vertices, faces, self.model.config)
+        several = articulated and bool((shape.vertex_parts != shape.vertex_parts[0]).any())
+        joints = find_joints(vertices, faces, shape.vertex_parts) if several else None
         with torch.no_grad():
             features, query_features, _ = shape_tensors(self.model, shape)
             prior_mean, tokens = self.model.prior(features)
@@ -113,7 +126,8 @@ class NeuROK:
         subspace = Subspace(subspace.basis[:max(1, MAX_COORDINATES // mirrors.size)], subspace.eigenvalues)
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
         built = None if subspace.size == 0 else NeuralBodyMap(
-            self.model, shape, subspace, points, masses, 1.0, DTYPE, conditions.expansion, mirrors=mirrors)
+            self.model, shape, subspace, points, masses, 1.0, DTYPE, conditions.expansion, mirrors=mirrors,
+            joints=joints, wall_margin=self.wall_margin)
         return built, where, mirrors.size, captured
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,

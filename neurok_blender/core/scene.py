@@ -41,7 +41,7 @@ class StackedMap(KinematicMap):
         rigid = [i for i, m in enumerate(maps) if isinstance(m, RigidBodyMap)]
         learned = {}  # maps with quadratic fields, by their number of coordinates
         for i, m in enumerate(maps):
-            if isinstance(m, NeuralBodyMap) and m.has_fields:
+            if isinstance(m, NeuralBodyMap) and m.has_fields and m.parts is None:  # articulated ones alone
                 learned.setdefault(m.n_dof, []).append(i)
         stacked = [rows for rows in learned.values() if len(rows) > 1]
         merged = set(rigid).union(*stacked)

@@ -4,9 +4,17 @@ import numpy as np
 import torch
 
 from neurok_blender.core import KinematicMap
-from neurok_blender.core.mesh import box_mesh
+from neurok_blender.core.mesh import box_mesh, loose_parts
 
 box = box_mesh  # closed, outward-facing box with its lowest corner at ``corner``
+
+
+def hinged_boxes(gap=0.0):
+    """(vertices, faces, parts): a 0.6 x 0.4 x 0.2 box with a 0.4 x 0.4 x 0.05 lid beside it on top,
+    their edges meeting along the line x = 0.3, z = 0.7 (the lid raised by ``gap``: apart)."""
+    (va, fa), (vb, fb) = box_mesh((0.6, 0.4, 0.2), (-0.3, -0.2, 0.5)), box_mesh((0.4, 0.4, 0.05), (0.3, -0.2, 0.7 + gap))
+    vertices, faces = np.concatenate([va, vb]), np.concatenate([fa, fb + len(va)])
+    return vertices, faces, loose_parts(faces, len(vertices))
 
 
 class PendulumMap(KinematicMap):

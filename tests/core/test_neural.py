@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from neurok_blender.core import Environment, LagrangianSystem, rollout
+from neurok_blender.core.articulation import find_joints
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
@@ -14,24 +15,28 @@ from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.surface import sample_surface
 
+from shapes import hinged_boxes
+
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
                    encoder_points=128, queries=32)
 
 
-def make_body(expansion, count=40, condense=True):
-    """A box on a small random decoder that really deforms, its mass at ``count`` surface samples."""
+def make_body(expansion, count=40, condense=True, hinged=False):
+    """A box (``hinged``: with a lid hinged to it, an articulated body) on a small random decoder that
+    really deforms, its mass at ``count`` surface samples."""
     torch.manual_seed(0)
     model = NeuROKModel(TINY).double()
     with torch.no_grad():  # a decoder that really deforms
         model.head[-1].weight.mul_(30.0)
-    vertices, faces = box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5))
+    vertices, faces, parts = hinged_boxes() if hinged else (*box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5)), None)
     shape = prepare_shape(vertices, faces, TINY)
     features, query_features, _ = shape_tensors(model, shape, dtype=torch.float64)
     prior_mean, tokens = model.prior(features)
     subspace = active_subspace(model, prior_mean.detach(), tokens.detach(), query_features, coordinates=3)
     points = sample_surface(vertices, faces, count, np.random.default_rng(1)).points
     return NeuralBodyMap(model, shape, subspace, points, np.full(count, 2.0 / count), frequency=2.0,
-                         expansion=expansion, condense=condense), vertices
+                         expansion=expansion, condense=condense,
+                         joints=find_joints(vertices, faces, parts) if hinged else None), vertices
 
 
 @pytest.fixture(scope="module", params=EXPANSIONS)
@@ -195,22 +200,53 @@ def test_the_closed_form_potential_gradient_and_hessian_are_the_potential_s():
     torch.testing.assert_close(kmap.potential_hessian(q), hessian)
 
 
-def wobble(expansion):
+def test_an_articulated_body_s_gradient_and_hessian_are_its_potential_s():
+    """Shape matching per part and joint springs (articulation.py): the closed forms against autograd
+    (gradient) and central differences of the gradient (Hessian: the SVD's second derivative is not
+    autograd's), away from rest and from the plastic rest."""
+    kmap, _ = make_body("quadratic", 200, hinged=True)
+    assert kmap.parts is not None and kmap.joint_masses.shape[1] > 2
+    q = kmap.rest_coordinates() + torch.tensor([[0.1, 0.0, 0.2, 0.3, -0.1, 0.2, 1.5, -2.0, 2.5]], dtype=torch.float64)
+    kmap.set_plastic_rest(torch.tensor([[0.3, 0.2, -0.4]], dtype=torch.float64))
+    gradient = kmap.potential_gradient(q)
+    assert gradient[:, 6:].abs().max() > 0
+    torch.testing.assert_close(gradient, torch.func.grad(lambda qq: kmap.potential(qq).sum())(q))
+    steps = 1e-6 * torch.eye(q.shape[1], dtype=torch.float64)
+    differences = torch.stack([(kmap.potential_gradient(q + d) - kmap.potential_gradient(q - d))[0] / 2e-6 for d in steps], 1)
+    torch.testing.assert_close(kmap.potential_hessian(q)[0], differences, rtol=1e-5, atol=1e-8)
+
+
+def test_an_articulated_body_s_mass_points_are_condensed_part_by_part():
+    """Condensed per part, the points keep each part's mass and moments: the same potential, gradient,
+    Hessian and mass matrix as the samples."""
+    condensed, sampled = (make_body("quadratic", 300, condense, hinged=True)[0] for condense in (True, False))
+    assert condensed.mass_points.shape[1] < sampled.mass_points.shape[1]
+    generator = torch.Generator().manual_seed(4)
+    for _ in range(2):
+        q = sampled.rest_coordinates() + 0.5 * torch.randn(1, 9, generator=generator, dtype=torch.float64)
+        for name in ("potential", "potential_gradient", "potential_hessian"):
+            torch.testing.assert_close(getattr(condensed, name)(q), getattr(sampled, name)(q), rtol=1e-9, atol=1e-12)
+        terms = [m.mass_terms(q, q) for m in (condensed, sampled)]
+        torch.testing.assert_close(terms[0].mass_matrix, terms[1].mass_matrix, rtol=1e-9, atol=1e-12)
+
+
+def wobble(expansion, hinged=False):
     """A body on its learned coordinates in free space, set wobbling: (map, system, q0, q_dot0)."""
-    kmap, _ = make_body(expansion)
+    kmap, _ = make_body(expansion, hinged=hinged)
     system = LagrangianSystem(kmap, Environment(gravity=torch.zeros(3, dtype=torch.float64)))
     q0 = kmap.rest_coordinates()
     q_dot0 = torch.tensor([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, -1.0, 1.5]], dtype=torch.float64)
     return kmap, system, q0, q_dot0
 
 
-def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_closes():
+@pytest.mark.parametrize("hinged", [False, True], ids=["box", "hinged"])
+def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_closes(hinged):
     """A Prandtl element per body: springs in series with a slider. A wobble strained past e_y leaves
     the body in a new rest shape, the springs never hold more than the yield energy, and the energy the
     slider took is booked as dissipated. On the quadratic expansion only: the flow is the same code for
     both, the exact decoder's energy is checked above, and with it this test took 3 of the suite's 18
-    minutes (2 CPU cores)."""
-    kmap, system, q0, q_dot0 = wobble("quadratic")
+    minutes (2 CPU cores). The hinged body's springs are its parts' shape matching and its joints."""
+    kmap, system, q0, q_dot0 = wobble("quadratic", hinged)
     elastic = rollout(system, q0, q_dot0, 6, 24.0, "rk4", kmap.mass_points, substeps=8)
     peak = max(float(kmap.strain(torch.as_tensor(s))) for s in elastic.coordinates[:, :, 6:])
     assert np.abs(elastic.pose["plastic_rest"]).max() == 0.0 and elastic.energy["dissipated"][-1, 0] == 0.0
@@ -229,8 +265,9 @@ def test_past_the_yield_strain_the_rest_shape_flows_and_the_energy_balance_close
     assert np.abs(plastic.energy["balance"][:, 0]).max() < 1e-4 * plastic.energy["total"][0, 0]
 
 
-def test_the_plastic_return_lands_on_the_yield_surface_and_releases_the_springs_energy():
-    kmap, _ = make_body("quadratic")
+@pytest.mark.parametrize("hinged", [False, True], ids=["box", "hinged"])
+def test_the_plastic_return_lands_on_the_yield_surface_and_releases_the_springs_energy(hinged):
+    kmap, _ = make_body("quadratic", hinged=hinged)
     kmap.yield_strain = 1e-3
     q = kmap.rest_coordinates() + torch.tensor([[0.0] * 6 + [0.8, -0.6, 0.5]], dtype=torch.float64)
     before = kmap.potential(q)

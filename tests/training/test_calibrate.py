@@ -13,6 +13,8 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.material import CategoryMaterial
 from neurok_blender.core.neurok import NeuROK
+from neurok_blender.core.neural import WALL_MARGIN
+from neurok_blender.core.options import Conditions
 import training.calibrate as calibrate
 from training.calibrate import calibrate_category, store
 from training.evaluation import shape_errors_over_time
@@ -64,13 +66,38 @@ SOLIDS = [SimpleNamespace(shape=f"cube-{mass}", rest_vertices=box_mesh()[0], fac
                           conditions={"mass": mass}) for mass in (1.0, 4.0)]
 
 
+def test_the_wall_goes_where_the_training_posteriors_lie_never_inside_the_typical_set():
+    sizes = np.full(100, 9)
+    inside = 3.0 + np.linspace(0.0, 1.0, 100)  # |s| - sqrt(9) up to 1: within the prior's typical set
+    assert calibrate.wall_margin_of(inside, sizes) == WALL_MARGIN
+    far = 3.0 + np.linspace(0.0, 10.0, 101)[:100]  # |s| - sqrt(k) from 0 to 9.9: 90 % within 8.9
+    assert calibrate.wall_margin_of(far, sizes) == pytest.approx(np.percentile(far - 3.0, calibrate.WALL_PERCENTILE))
+    assert 8.8 < calibrate.wall_margin_of(far, sizes) < 9.0
+
+
+def test_a_stored_wall_margin_moves_the_solver_s_wall_and_stays_through_a_later_calibration(tmp_path):
+    path = _tiny_checkpoint(tmp_path)
+    assert NeuROK.load(path).wall_margin == WALL_MARGIN  # weights without one: the typical set's
+    store(path, {"wall_margin": 7.5})
+    store(path, {"cloth": {"frequency": 4.0, "damping": 2.0}})  # a category alone leaves the wall as it was
+    neurok = NeuROK.load(path)
+    assert neurok.wall_margin == 7.5 and neurok.materials["cloth"].frequency == 4.0
+    with torch.no_grad():  # a decoder that moves the box enough to give it coordinates
+        neurok.model.head[-1].weight.mul_(30.0)
+    vertices, faces = box_mesh((0.6, 0.4, 0.2))
+    kmap, report = neurok.body(vertices, faces, Conditions(category="elastic"), "elastic")
+    assert kmap.wall_radius == pytest.approx(np.sqrt(report.reduced_coordinates) + 7.5)
+    with pytest.raises(ValueError, match="wall margin"):
+        NeuROK(neurok.model, neurok.materials, wall_margin=float("nan"))
+
+
 def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
     resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16
     omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it; the
     vertex error at the short horizon is least at 4 Hz."""
-    def score(model, sequences, material, frames, pool=None):
+    def score(model, sequences, material, frames, pool=None, wall_margin=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
                   + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
@@ -137,7 +164,7 @@ def test_a_given_damping_grid_and_single_frequency_are_kept_without_replaying_th
 def test_a_springy_category_takes_damping_and_restitution_together_by_vertex_error(monkeypatch):
     _landscape(monkeypatch)
     replayed, landscape = [], calibrate.score
-    monkeypatch.setattr(calibrate, "score", lambda model, sequences, material, frames, pool=None: (
+    monkeypatch.setattr(calibrate, "score", lambda model, sequences, material, frames, pool=None, wall_margin=None: (
         replayed.append(material), landscape(model, sequences, material, frames, pool))[1])
     report = calibrate_category(None, "elastic", SOLIDS, 10, None)
     # MuJoCo flex damps as beta K: every replay and the stored material damp in proportion to the stiffness

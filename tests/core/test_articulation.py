@@ -1,0 +1,86 @@
+"""An articulated body's potential: shape matching per part, joints where parts touch (articulation.py)."""
+
+import numpy as np
+import torch
+
+from neurok_blender.core.articulation import find_joints, match_parts, matching_hessian
+from neurok_blender.core.rotation import exp_so3
+
+from shapes import hinged_boxes
+
+
+def two_parts(count=30, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    rest = torch.randn(1, count, 3, generator=generator, dtype=torch.float64)
+    masses = torch.rand(1, count, generator=generator, dtype=torch.float64) + 0.5
+    parts = torch.arange(count) % 2
+    return rest, masses, parts
+
+
+def test_a_part_moved_rigidly_by_any_angle_costs_nothing_and_one_stretched_costs_its_stretch():
+    rest, masses, parts = two_parts()
+    turned = rest.clone()
+    for part, (axis, shift) in enumerate([([0.3, -1.2, 0.4], [1.0, 2.0, -3.0]), ([2.5, 0.1, 0.0], [0.0, -0.5, 0.2])]):
+        rotation = exp_so3(torch.tensor([axis], dtype=torch.float64))[0]
+        at = parts == part
+        turned[0, at] = rest[0, at] @ rotation.T + torch.tensor(shift, dtype=torch.float64)
+    matched = match_parts(turned, rest, masses, parts, 2)
+    assert float(matched.energy) < 1e-24
+    # stretched by 10 % about each part's centre: the best motion is none, the cost sum m |0.1 a|^2
+    stretched, expected = rest.clone(), 0.0
+    for part in range(2):
+        at = parts == part
+        m = masses[0, at]
+        centre = (m[:, None] * rest[0, at]).sum(0) / m.sum()
+        stretched[0, at] = centre + 1.1 * (rest[0, at] - centre)
+        expected += float((m[:, None] * (0.1 * (rest[0, at] - centre)) ** 2).sum())
+    np.testing.assert_allclose(float(match_parts(stretched, rest, masses, parts, 2).energy), expected, rtol=1e-12)
+
+
+def test_the_gradient_is_the_residual_and_the_hessian_the_energy_s_own():
+    """dE/2/dy = m u (envelope theorem) and matching_hessian with J = 1 is d2(E/2)/dy2, checked by
+    central differences at a shape both turned and bent."""
+    rest, masses, parts = two_parts(count=12, seed=1)
+    generator = torch.Generator().manual_seed(2)
+    y = rest @ exp_so3(torch.tensor([[0.4, 0.9, -0.3]], dtype=torch.float64))[0].T
+    y = y + 0.2 * torch.randn(y.shape, generator=generator, dtype=torch.float64)
+    half_energy = lambda flat: 0.5 * match_parts(flat.reshape(1, -1, 3), rest, masses, parts, 2).energy[0]
+    flat, eps = y.reshape(-1), 1e-5
+    steps = torch.eye(len(flat), dtype=torch.float64) * eps
+    gradient = torch.stack([(half_energy(flat + d) - half_energy(flat - d)) / (2 * eps) for d in steps])
+    matched = match_parts(y, rest, masses, parts, 2)
+    torch.testing.assert_close(gradient, (masses[..., None] * matched.residual).reshape(-1), rtol=1e-7, atol=1e-9)
+
+    def residual_force(flat_y):
+        m = match_parts(flat_y.reshape(1, -1, 3), rest, masses, parts, 2)
+        return (masses[..., None] * m.residual).reshape(-1)
+
+    hessian = torch.stack([(residual_force(flat + d) - residual_force(flat - d)) / (2 * eps) for d in steps], 1)
+    identity = torch.eye(len(flat), dtype=torch.float64).reshape(1, -1, 3, len(flat))
+    torch.testing.assert_close(matching_hessian(matched, masses, parts, identity)[0], hessian, rtol=1e-6, atol=1e-8)
+
+
+def test_at_rest_the_hessian_has_no_stiffness_along_a_part_s_rigid_motions():
+    rest, masses, parts = two_parts(count=20, seed=3)
+    count = rest.shape[1]
+    identity = torch.eye(3 * count, dtype=torch.float64).reshape(1, count, 3, 3 * count)
+    hessian = matching_hessian(match_parts(rest, rest, masses, parts, 2), masses, parts, identity)[0]
+    eigenvalues = torch.linalg.eigvalsh(hessian)
+    free = eigenvalues.abs() < 1e-7 * eigenvalues.max()  # SINGULAR's share of the inertia aside
+    assert int(free.sum()) == 12  # six rigid motions per part
+    assert float(eigenvalues.min()) > -1e-10 and float(eigenvalues[~free].min()) > 1e-3 * float(eigenvalues.max())
+
+
+def test_parts_that_touch_along_a_line_are_joined_along_it():
+    vertices, faces, parts = hinged_boxes()
+    joints = find_joints(vertices, faces, parts)
+    assert len(joints.points) > 2 and set(joints.first) == {0} and set(joints.second) == {1}
+    np.testing.assert_allclose(joints.points[:, [0, 2]], np.tile([0.3, 0.7], (len(joints.points), 1)), atol=0.02)
+    assert np.ptp(joints.points[:, 1]) > 0.25  # spread along the hinge, not one point
+
+
+def test_parts_that_touch_nothing_are_joined_at_their_closest_points():
+    vertices, faces, parts = hinged_boxes(gap=0.1)
+    joints = find_joints(vertices, faces, parts)
+    assert len(joints.points) == 1 and (joints.first[0], joints.second[0]) == (0, 1)
+    assert 0.7 <= joints.points[0, 2] <= 0.8 and 0.25 <= joints.points[0, 0] <= 0.35
