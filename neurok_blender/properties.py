@@ -90,8 +90,9 @@ class NeurokSettings(bpy.types.PropertyGroup):
                              description="Scales how strongly the body resists deformation: 1 is the "
                                          "category's default material, 4 oscillates twice as fast (an "
                                          "elastic solid's wobble also dies four times as fast); a solid "
-                                         "of it wobbles slower the heavier or larger it is, and a soft "
-                                         "continuum body lands on a ground that gives with it")
+                                         "of it wobbles slower the heavier or larger it is, a soft "
+                                         "continuum body lands on a ground that gives with it, and a "
+                                         "softer articulated object bends its parts, not its joints")
     damping: FloatProperty(name="Damping", default=1.0, min=0.0, soft_max=20.0,
                            description="Scales how quickly the body's wobble dies out: 1 is the category's "
                                        "default material, 0 wobbles forever")

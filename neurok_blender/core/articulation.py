@@ -45,7 +45,7 @@ SINGULAR = 1e-9  # of K's trace: the inertia a rod has about its own axis (no ro
 
 @dataclass(frozen=True)
 class Joints:
-    """Where parts touch: points (J, 3) and the two parts (J,) each joins (first < second)."""
+    """Where parts touch: points (J, 3) and the two parts (J,) each joins."""
 
     points: np.ndarray
     first: np.ndarray

@@ -33,8 +33,10 @@ MOMENT_TOLERANCE = 1e-6  # of the mass, on the moment equations scaled by the po
 
 
 def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
-                    seed: int = 0, mirrors: MirrorGroup | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface"), deterministic: the
+                    seed: int = 0, mirrors: MirrorGroup | None = None) -> tuple[np.ndarray, np.ndarray, str, np.ndarray | None]:
+    """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface", the loose part each
+    point was sampled in (P,), or None when the parts were not sampled one by one: a sheet, or more
+    than MAX_SAMPLED_PARTS pieces), deterministic: the
     samples of ``sampled_points`` reweighted to the mesh's exact mass, centre and inertia
     (``mesh.mass_properties``), the ones the rigid solver uses, so a body tumbles and bounces as the
     same body solved as rigid (random samples alone put a sheet's centre and a solid's inertia off). With ``mirrors`` (the mesh's ``mirror.MirrorGroup``) of more than the identity the
@@ -43,7 +45,9 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
         points, masses, where, groups = symmetric_points(vertices, faces, mass, mirrors, count, seed)
     else:
         points, masses, where, groups = sampled_points(vertices, faces, mass, count, seed)
-    return points, match_moments(points, masses, mass_properties(vertices, faces, mass), groups), where
+    sampled_by_part = where == "volume" and loose_parts(faces, len(vertices)).max() < MAX_SAMPLED_PARTS
+    return (points, match_moments(points, masses, mass_properties(vertices, faces, mass), groups), where,
+            groups if sampled_by_part else None)
 
 
 def symmetric_points(vertices: np.ndarray, faces: np.ndarray, mass: float, mirrors: MirrorGroup,

@@ -195,12 +195,15 @@ class NeuralBodyMap(KinematicMap):
     ``mirror.MirrorGroup``, world space) one block of ``subspace.size`` coordinates per reflection.
     With the quadratic expansion and ``condense``, the mass points become the fewest that carry the
     same dynamics (``_condense_mass_points``). ``order=1`` keeps the quadratic expansion's first
-    order only: enough for ``rest_motion``, at a fraction of the build (NeuROK.body's probe)."""
+    order only: enough for ``rest_motion``, at a fraction of the build (NeuROK.body's probe).
+    ``mass_parts`` (P,): the loose part each mass point belongs to, when known (``material_points``);
+    else that of its nearest vertex. With ``joints``, an articulated body (``articulation.py``);
+    ``wall_margin``: where its wall stands (``wall_radius``)."""
 
     def __init__(self, model: NeuROKModel, shape: ObjectShape, subspace: Subspace, mass_points, masses,
                  frequency: float, dtype=torch.float64, expansion: str = "quadratic", yield_strain: float | None = None,
                  mirrors: MirrorGroup | None = None, condense: bool = True, order: int = 2,
-                 joints: Joints | None = None, wall_margin: float = WALL_MARGIN):
+                 joints: Joints | None = None, wall_margin: float = WALL_MARGIN, mass_parts=None):
         super().__init__()
         if expansion not in EXPANSIONS:
             raise ValueError(f"expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
@@ -229,7 +232,8 @@ class NeuralBodyMap(KinematicMap):
         self._attached = collections.OrderedDict()  # the same, by the points from the centre (shared by with_material)
         self._expanded = (None, None, None)  # (q, r, r_s) of the mass points at the last mass_terms
         self._part_images = None  # (|G|, parts): the part each reflection maps a part onto
-        labels = nearest_parts(shape.to_model(self.mass_points[0].numpy()), shape)
+        labels = nearest_parts(shape.to_model(self.mass_points[0].numpy()), shape) if mass_parts is None \
+            else np.asarray(mass_parts)
         self.parts = torch.as_tensor(labels) if joints is not None else None  # articulated: the mass points' parts
         self.attach(MASS, self.mass_points, parts=labels)
         # dy/ds at rest (B, P, 3, k) at the sampled mass points (before they are condensed)
@@ -248,11 +252,14 @@ class NeuralBodyMap(KinematicMap):
             self.part_count = int(self.parts.max()) + 1
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
-    def with_material(self, frequency: float, yield_strain: float | None, shift=None) -> "NeuralBodyMap":
+    def with_material(self, frequency: float, yield_strain: float | None, shift=None,
+                      joint_frequency: float | None = None) -> "NeuralBodyMap":
         """A map on the same coordinates with another material, at rest: R_ref = I, s_p = 0, and moved
         by ``shift`` (3,) m (a copy of the mesh elsewhere: the fields are in the model's units, the
         same wherever the mesh stands). The build (expansion, point fields) is shared, read-only; the
-        attached point sets are its own."""
+        attached point sets are its own. An articulated body's joints hold at ``joint_frequency``
+        (default ``frequency``): their springs weigh (joint_frequency / frequency)^2 next to the
+        parts', so a softer material bends its parts, not its joints apart."""
         other = copy.copy(self)
         other.point_sets, other._skins = dict(self.point_sets), dict(self._skins)
         if shift is not None and np.any(shift):
@@ -263,6 +270,8 @@ class NeuralBodyMap(KinematicMap):
             other.point_sets = {name: points + moved for name, points in self.point_sets.items()}
         other.orientation = torch.eye(3, dtype=self.dtype)[None]
         other.omega2 = (2 * np.pi * frequency) ** 2
+        if self.parts is not None:
+            other.joint_weights = self.joint_masses * (1.0 if joint_frequency is None else (joint_frequency / frequency) ** 2)
         other.yield_strain = yield_strain
         other._expanded = (None, None, None)
         other.set_plastic_rest(torch.zeros(1, self.reduced_size, dtype=self.dtype))
@@ -329,20 +338,29 @@ class NeuralBodyMap(KinematicMap):
 
     def _attach_joints(self, joints: Joints):
         """The joint springs (``articulation.py``): each joint point attached twice, as a point of either
-        part (JOINTS), with the lighter part's mass spread over its pair's points. The parts are numbered
-        afresh over those that carry mass points (a sliver may carry none: it has no shape to keep)."""
+        part (JOINTS), with the lighter part's mass spread over its pair's points. A body with mirror
+        planes gets their images too (between the reflected parts), as its mass points do: its springs
+        are then symmetric. The parts are numbered afresh over those that carry mass points (a sliver
+        may carry none: it has no shape to keep)."""
+        if self.mirrors.size > 1:
+            reflected = self._reflected_parts()
+            joints = Joints(np.concatenate(self.mirrors.images(joints.points)),
+                            *(np.concatenate([reflected[g][ends] for g in range(self.mirrors.size)])
+                              for ends in (joints.first, joints.second)))
         present, self.parts = torch.unique(self.parts, return_inverse=True)
         part_mass = torch.zeros(len(present), dtype=self.dtype).index_add_(0, self.parts, self.masses[0])
-        number = np.full(max(int(present.max()), int(joints.second.max(initial=0))) + 1, -1)
+        number = np.full(max(int(present.max()), int(joints.first.max(initial=0)), int(joints.second.max(initial=0))) + 1, -1)
         number[present.numpy()] = np.arange(len(present))
         first, second = number[joints.first], number[joints.second]
         held = (first >= 0) & (second >= 0)
         points, first, second = torch.as_tensor(joints.points[held], dtype=self.dtype)[None], first[held], second[held]
         for name, parts in zip(JOINTS, (joints.first[held], joints.second[held])):
             self.attach(name, points, parts=parts)
-        _, which, sizes = np.unique(first * len(present) + second, return_inverse=True, return_counts=True)
+        pair = np.minimum(first, second) * len(present) + np.maximum(first, second)
+        _, which, sizes = np.unique(pair, return_inverse=True, return_counts=True)
         lighter = torch.minimum(part_mass[first], part_mass[second])
         self.joint_masses = (lighter / torch.as_tensor(sizes[which], dtype=self.dtype))[None]
+        self.joint_weights = self.joint_masses  # their springs' share next to the parts' (with_material)
 
     @property
     def reduced_size(self) -> int:
@@ -627,7 +645,7 @@ class NeuralBodyMap(KinematicMap):
             u = shape - self.plastic_shape
             return (self.masses[..., None] * u * u).sum((1, 2))
         gap = gap - self.plastic_gap
-        return self._matched(shape).energy + (self.joint_masses[..., None] * gap * gap).sum((1, 2))
+        return self._matched(shape).energy + (self.joint_weights[..., None] * gap * gap).sum((1, 2))
 
     def _matched(self, shape, q=None):
         """``articulation.match_parts`` of the mass points at ``shape`` against the plastic rest shape;
@@ -664,7 +682,7 @@ class NeuralBodyMap(KinematicMap):
         spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
         if self.parts is not None:
             gap, gap_s = self._joint_fields(s)
-            spring = spring + torch.einsum("bp,bpi,bpik->bk", self.joint_masses, gap, gap_s)
+            spring = spring + torch.einsum("bp,bpi,bpik->bk", self.joint_weights, gap, gap_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self._per_body(self.omega2, spring) * (spring + wall)], 1)
 
@@ -684,8 +702,8 @@ class NeuralBodyMap(KinematicMap):
             spring = matching_hessian(matched, self.masses, self.parts, r_s)
             gap, gap_s = self._joint_fields(s)
             curvature = [self._skin(name)[1][1] for name in JOINTS]
-            spring = spring + torch.einsum("bp,bpik,bpil->bkl", self.joint_masses, gap_s, gap_s) + torch.einsum(
-                "bpi,bpikl->bkl", self.joint_masses[..., None] * gap, curvature[0] - curvature[1])
+            spring = spring + torch.einsum("bp,bpik,bpil->bkl", self.joint_weights, gap_s, gap_s) + torch.einsum(
+                "bpi,bpikl->bkl", self.joint_weights[..., None] * gap, curvature[0] - curvature[1])
         spring = spring + self._against_second(self.masses[..., None] * u)
         norm2 = (s * s).sum(1)[:, None, None]
         eye = torch.eye(s.shape[1], dtype=s.dtype)
@@ -884,12 +902,8 @@ def shape_digest(points: np.ndarray, origin, size: float) -> str:
 
 
 def nearest_parts(points: np.ndarray, shape: ObjectShape) -> np.ndarray:
-    """The part of the surface point nearest each point (model units), among the shape's vertices and
-    encoder samples (a k-d tree): a point deep in a long box is nearer its own faces than the corner
-    of the box hinged to it, not always nearer its own corners. No search for a shape of one part."""
+    """The part of the shape's vertex nearest each point (a k-d tree); no search for a shape of one part."""
     parts = shape.vertex_parts
     if len(parts) and (parts == parts[0]).all():
         return np.full(len(points), parts[0])
-    surface = np.concatenate([shape.vertices, shape.samples.points])
-    labels = np.concatenate([parts, shape.triangle_parts[shape.samples.faces]])
-    return labels[cKDTree(surface).query(points)[1]]
+    return parts[cKDTree(shape.vertices).query(points)[1]]

@@ -102,7 +102,9 @@ class NeuROK:
             return None, Report(category, mirrors=mirrors, captured=captured, mass_at=where, material=material)
         report = Report(category, reduced_coordinates=built.reduced_size, mirrors=mirrors, captured=captured,
                         mass_at=where, material=material)
-        return built.with_material(material.frequency, material.yield_strain, corner - built_at), report
+        # a hinged body's joints hold at the category's own frequency at least, whatever its Stiffness
+        joints = max(material.frequency, self.materials[category].frequency)
+        return built.with_material(material.frequency, material.yield_strain, corner - built_at, joints), report
 
     def _build(self, vertices, faces, conditions: Conditions, articulated: bool):
         """(map or None, where the mass is, mirror images, share of the active subspace's trace kept)
@@ -116,8 +118,9 @@ class NeuROK:
             prior_mean, tokens = self.model.prior(features)
         active = active_subspace(self.model, prior_mean, tokens, query_features)
         mirrors = find_mirrors(vertices)
-        points, masses, where = material_points(vertices, faces, conditions.mass, mirrors=mirrors)
-        probe = NeuralBodyMap(self.model, shape, active, points, masses, 1.0, DTYPE, condense=False, order=1)
+        points, masses, where, parts = material_points(vertices, faces, conditions.mass, mirrors=mirrors)
+        probe = NeuralBodyMap(self.model, shape, active, points, masses, 1.0, DTYPE, condense=False, order=1,
+                              mass_parts=parts)
         y_s = probe.rest_motion[0]
         subspace = drop_massless(active, torch.einsum("pik,p,pil->kl", y_s, probe.masses[0], y_s), conditions.mass,
                                  shape.scale)
@@ -127,7 +130,7 @@ class NeuROK:
         captured = float(active.eigenvalues[:active.size].sum() / active.eigenvalues.sum().clamp_min(1e-30))
         built = None if subspace.size == 0 else NeuralBodyMap(
             self.model, shape, subspace, points, masses, 1.0, DTYPE, conditions.expansion, mirrors=mirrors,
-            joints=joints, wall_margin=self.wall_margin)
+            joints=joints, wall_margin=self.wall_margin, mass_parts=parts)
         return built, where, mirrors.size, captured
 
     def simulate(self, vertices, faces, conditions: Conditions | None = None,

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from neurok_blender.core import Conditions, LagrangianSystem, rollout
+from neurok_blender.core.articulation import find_joints
 from neurok_blender.core.mass_points import material_points
 from neurok_blender.core.mesh import box_mesh, contact_samples, mass_properties
 from neurok_blender.core.mirror import MirrorGroup, find_mirrors
@@ -20,6 +21,8 @@ from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.simulation import DTYPE, contact_points, environment, output_points
 from neurok_blender.core.trajectory import OUTPUT
+
+from shapes import hinged_boxes
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
                    encoder_points=128, queries=32)
@@ -48,15 +51,17 @@ def model():
     return network.eval()
 
 
-def body_map(model, vertices, faces, mirrors, expansion="quadratic", mass=1.0):
-    """The learned map as ``NeuROK.body`` builds it, with the given mirror group (None: none)."""
+def body_map(model, vertices, faces, mirrors, expansion="quadratic", mass=1.0, joints=None):
+    """The learned map as ``NeuROK.body`` builds it, with the given mirror group (None: none) and, for
+    an articulated body, its ``joints``."""
     shape = prepare_shape(vertices, faces, TINY)
     with torch.no_grad():
         features, query_features, _ = shape_tensors(model, shape)
         prior_mean, tokens = model.prior(features)
     subspace = active_subspace(model, prior_mean, tokens, query_features, coordinates=3)
-    points, masses, _ = material_points(vertices, faces, mass, count=POINTS, mirrors=mirrors)
-    return NeuralBodyMap(model, shape, subspace, points, masses, FREQUENCY, DTYPE, expansion, mirrors=mirrors)
+    points, masses, _, parts = material_points(vertices, faces, mass, count=POINTS, mirrors=mirrors)
+    return NeuralBodyMap(model, shape, subspace, points, masses, FREQUENCY, DTYPE, expansion, mirrors=mirrors,
+                         joints=joints, mass_parts=parts)
 
 
 def drop(model, vertices, faces, mirrors, frames=10):
@@ -98,7 +103,7 @@ def assert_mirror_closed(points, masses, group):
 def test_symmetric_mass_points_are_their_own_mirror_images_and_keep_mass_centre_and_inertia():
     v, f = BOX
     group = find_mirrors(v)
-    points, masses, where = material_points(v, f, 2.0, mirrors=group)
+    points, masses, where, _ = material_points(v, f, 2.0, mirrors=group)
     assert where == "volume" and (masses > 0).all()
     assert_mirror_closed(points, masses, group)
     plain = material_points(v, f, 2.0)[0]
@@ -116,7 +121,7 @@ def test_symmetric_mass_points_are_their_own_mirror_images_and_keep_mass_centre_
     pair = np.concatenate([left[0], right[0]]), np.concatenate([left[1], right[1] + len(left[0])])
     group = find_mirrors(pair[0])
     assert group.size == 4
-    points, masses, _ = material_points(*pair, 2.0, mirrors=group)
+    points, masses, _, _ = material_points(*pair, 2.0, mirrors=group)
     assert_mirror_closed(points, masses, group)
     np.testing.assert_allclose(masses[points[:, 0] < 0].sum(), 1.0, rtol=1e-6)
 
@@ -173,6 +178,28 @@ def test_the_mirrored_deformation_is_mirror_equivariant(model, expansion):
         assert (at_images - images).abs().max() > 1e-3  # it deforms
         tolerance = {"drawn": 1e-7, "quadratic": 1e-9, "exact": 1e-12}[expansion]  # drawn: float32
         torch.testing.assert_close(at_images, mirrored, atol=tolerance, rtol=0)
+
+
+def test_a_symmetric_hinged_body_s_joint_free_springs_are_symmetric(model):
+    """A box with a lid hinged along its edge, symmetric across the plane through the hinge's middle:
+    its joint points get their mirror images, between the reflected parts, so the articulated
+    potential (articulation.py) is the same at s and at s' (the blocks permuted by g), and its
+    gradient is the permuted one."""
+    v, f, parts = hinged_boxes()
+    group = find_mirrors(v)
+    assert group.size == 2
+    kmap = body_map(model, v, f, group, joints=find_joints(v, f, parts))
+    k = kmap.block
+    assert kmap.reduced_size == 2 * k and kmap.joint_masses.shape[1] > 2
+    generator = np.random.default_rng(4)
+    q = kmap.rest_coordinates().clone()
+    q[0, 6:] = torch.as_tensor(generator.normal(size=2 * k))
+    swapped = q.clone()
+    swapped[0, 6:] = torch.cat([q[0, 6 + k:], q[0, 6:6 + k]])
+    assert float(kmap.potential(q)) > 0
+    torch.testing.assert_close(kmap.potential(swapped), kmap.potential(q), rtol=1e-9, atol=0)
+    gradient, mirrored = kmap.potential_gradient(q)[0, 6:], kmap.potential_gradient(swapped)[0, 6:]
+    torch.testing.assert_close(torch.cat([mirrored[k:], mirrored[:k]]), gradient, rtol=1e-8, atol=1e-12)
 
 
 def test_a_box_dropped_flat_lands_without_drifting_or_turning(model):

@@ -216,6 +216,23 @@ def test_an_articulated_body_s_gradient_and_hessian_are_its_potential_s():
     torch.testing.assert_close(kmap.potential_hessian(q)[0], differences, rtol=1e-5, atol=1e-8)
 
 
+def test_a_softer_articulated_material_bends_its_parts_and_keeps_its_joints():
+    """with_material(frequency, joint_frequency=...): the parts' springs at the new frequency, the
+    joints' at their own, V = 1/2 omega^2 (matching + wall) + 1/2 omega_j^2 joints."""
+    kmap, _ = make_body("quadratic", 200, hinged=True)
+    soft = kmap.with_material(0.2, None, joint_frequency=2.0)
+    q = kmap.rest_coordinates() + torch.tensor([[0.0] * 6 + [1.5, -2.0, 2.5]], dtype=torch.float64)
+    s = q[:, 6:]
+    matching = kmap._matched(kmap.deformed(s, MASS)).energy
+    gap = kmap._joint_gap(s) - kmap.plastic_gap
+    joints = (kmap.joint_masses[..., None] * gap * gap).sum((1, 2))
+    wall = kmap.wall_mass * kmap.wall_radius**2 * ((s * s).sum(1) / kmap.wall_radius**2) ** 3
+    omega2, joint_omega2 = (2 * np.pi * 0.2) ** 2, (2 * np.pi * 2.0) ** 2
+    assert float(joints) > 0 and float(matching) > 0
+    torch.testing.assert_close(soft.potential(q), 0.5 * omega2 * (matching + wall) + 0.5 * joint_omega2 * joints)
+    torch.testing.assert_close(soft.potential_gradient(q), torch.func.grad(lambda qq: soft.potential(qq).sum())(q))
+
+
 def test_an_articulated_body_s_mass_points_are_condensed_part_by_part():
     """Condensed per part, the points keep each part's mass and moments: the same potential, gradient,
     Hessian and mass matrix as the samples."""
