@@ -647,15 +647,16 @@ class NeuralBodyMap(KinematicMap):
         gap = gap - self.plastic_gap
         return self._matched(shape).energy + (self.joint_weights[..., None] * gap * gap).sum((1, 2))
 
-    def _matched(self, shape, q=None):
-        """``articulation.match_parts`` of the mass points at ``shape`` against the plastic rest shape;
-        the last one at ``q`` is kept (the gradient's and the Hessian's of one step)."""
-        if q is not None and self._matching[0] is q:
-            return self._matching[1]
-        matched = match_parts(shape, self.plastic_shape, self.masses, self.parts, self.part_count)
-        if q is not None:
-            self._matching = (q, matched)
-        return matched
+    def _matched(self, shape):
+        """``articulation.match_parts`` of the mass points at ``shape`` against the plastic rest shape."""
+        return match_parts(shape, self.plastic_shape, self.masses, self.parts, self.part_count)
+
+    def _articulated(self, q, r):
+        """(the parts' matching, the joints' stretch and its Jacobian) at q, the mass points at r = y - c:
+        the last is kept, for the gradient and the Hessian of one step."""
+        if self._matching[0] is not q:
+            self._matching = (q, (self._matched(r + self.center), *self._joint_fields(q[:, 6:])))
+        return self._matching[1]
 
     def potential(self, q):
         """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring);
@@ -676,13 +677,11 @@ class NeuralBodyMap(KinematicMap):
         s = q[:, 6:]
         r, r_s = self._expanded[1:] if self._expanded[0] is q else self._expansion(MASS, s)[:2]
         if self.parts is None:
-            u = r + self.center - self.plastic_shape
+            spring = torch.einsum("bp,bpi,bpik->bk", self.masses, r + self.center - self.plastic_shape, r_s)
         else:  # envelope theorem: the residual of the best rigid motion (articulation.py)
-            u = self._matched(r + self.center, q).residual
-        spring = torch.einsum("bp,bpi,bpik->bk", self.masses, u, r_s)
-        if self.parts is not None:
-            gap, gap_s = self._joint_fields(s)
-            spring = spring + torch.einsum("bp,bpi,bpik->bk", self.joint_weights, gap, gap_s)
+            matched, gap, gap_s = self._articulated(q, r)
+            spring = torch.einsum("bp,bpi,bpik->bk", self.masses, matched.residual, r_s) + torch.einsum(
+                "bp,bpi,bpik->bk", self.joint_weights, gap, gap_s)
         wall = 3 * self.wall_mass[:, None] * (s * s).sum(1, keepdim=True) ** 2 * s / self.wall_radius**4
         return torch.cat([torch.zeros_like(q[:, :6]), self._per_body(self.omega2, spring) * (spring + wall)], 1)
 
@@ -697,10 +696,9 @@ class NeuralBodyMap(KinematicMap):
             u = r + self.center - self.plastic_shape
             spring = torch.einsum("bp,bpik,bpil->bkl", self.masses, r_s, r_s)
         else:
-            matched = self._matched(r + self.center, q)
+            matched, gap, gap_s = self._articulated(q, r)
             u = matched.residual
             spring = matching_hessian(matched, self.masses, self.parts, r_s)
-            gap, gap_s = self._joint_fields(s)
             curvature = [self._skin(name)[1][1] for name in JOINTS]
             spring = spring + torch.einsum("bp,bpik,bpil->bkl", self.joint_weights, gap_s, gap_s) + torch.einsum(
                 "bpi,bpikl->bkl", self.joint_weights[..., None] * gap, curvature[0] - curvature[1])
