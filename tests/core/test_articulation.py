@@ -4,6 +4,7 @@ import numpy as np
 import torch
 
 from neurok_blender.core.articulation import find_joints, match_parts, matching_hessian
+from neurok_blender.core.mesh import box_mesh, loose_parts
 from neurok_blender.core.rotation import exp_so3
 
 from shapes import hinged_boxes
@@ -84,3 +85,17 @@ def test_parts_that_touch_nothing_are_joined_at_their_closest_points():
     joints = find_joints(vertices, faces, parts)
     assert len(joints.points) == 1 and (joints.first[0], joints.second[0]) == (0, 1)
     assert 0.7 <= joints.points[0, 2] <= 0.8 and 0.25 <= joints.points[0, 0] <= 0.35
+
+
+def test_a_chain_of_parts_is_joined_link_to_link():
+    """Three slabs in a staircase, each touching the next along an edge: joints between neighbours
+    only, each along its shared line."""
+    pieces = [box_mesh((0.3, 0.2, 0.05), (0.3 * i, 0.0, 0.05 * i)) for i in range(3)]
+    vertices = np.concatenate([v for v, _ in pieces])
+    faces = np.concatenate([f + 8 * i for i, (_, f) in enumerate(pieces)])
+    joints = find_joints(vertices, faces, loose_parts(faces, len(vertices)))
+    pairs = set(zip(joints.first.tolist(), joints.second.tolist()))
+    assert pairs == {(0, 1), (1, 2)}
+    for link in (1, 2):
+        at = joints.points[joints.second == link]
+        np.testing.assert_allclose(at[:, [0, 2]], np.tile([0.3 * link, 0.05 * link], (len(at), 1)), atol=0.02)
