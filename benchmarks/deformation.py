@@ -1,7 +1,7 @@
 """Whether the learned coordinates carry the motion: the neural run's shape change against the reference's.
 
     .venv/bin/python -m benchmarks.deformation CORPUS [--weights W ...] [--per-category 10] [--spread 3]
-                                                  [--categories cloth ...] [--wall-margin M] [--stiffness S]
+                                                  [--categories cloth ...] [--wall-margin M] [--stiffness S] [--tag T]
 
 Each held-out sequence (shapes never trained on) is replayed with its own conditions and material
 (``training.evaluation.replay_conditions``; a cloth sequence's obstacles as colliders).
@@ -15,13 +15,12 @@ ratio within [2/3, 1.5], the error at 0.5 s at most 0.05.
 Per weights: the held-out reconstruction on the validation batch ``training.train`` draws (posterior
 mean, over the diagonal, ``training.heldout_error``) against no deformation, and the posterior |s|
 of 96 training examples in the solver's reduced coordinates (``training.calibrate.latent_reach``)
-against its wall S (``neural.wall_radius`` at k_q = 10, with the weights' margin). Weights without calibrated materials (a
-fine-tune's) run with the shipped weights' materials, so that only the latent differs. ``--wall-margin``
-puts the solver's wall at sqrt(k_q) + M prior standard deviations instead of the weights' own (their
-calibrated margin, else ``neural.WALL_MARGIN``; a measured alternative: a wall as far out as the
-posteriors lie);
-``--stiffness`` replays every sequence at that Stiffness instead of its own (the springs' frequency
-goes as its square root). Writes benchmarks/results/deformation{_<categories>}{_wallM}{_stiffnessS}.{json,md}.
+against its wall S (``neural.wall_radius`` at k_q = 10, with the weights' margin). Weights without
+calibrated materials (a fine-tune's) run with the shipped weights' materials, so that only the
+latent differs. ``--wall-margin`` puts the solver's wall at sqrt(k_q) + M prior standard deviations
+instead of the weights' own (their calibrated margin, else ``neural.WALL_MARGIN``); ``--stiffness``
+replays every sequence at that Stiffness instead of its own (the springs' frequency goes as its
+square root). Writes benchmarks/results/deformation{_<categories>}{_wallM}{_stiffnessS}{_TAG}.{json,md}.
 """
 
 import argparse

@@ -283,9 +283,9 @@ def store(weights: Path, report: dict) -> None:
     missing = set(DEFORMABLE) - set(materials)
     if missing:
         raise ValueError(f"{weights} would have no material for {sorted(missing)}: calibrate them too")
-    wall = {"wall_margin": report.get("wall_margin", payload.get("wall_margin"))}
+    margin = report.get("wall_margin", payload.get("wall_margin"))
     save_checkpoint(weights, load_model(weights, "cpu"), payload["about"], materials=materials,
-                    **{k: v for k, v in wall.items() if v is not None})
+                    **({} if margin is None else {"wall_margin": margin}))
 
 
 def table(report: dict) -> str:
