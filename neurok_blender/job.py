@@ -116,10 +116,12 @@ class SimulationJob:
                           *turned_off))
 
     def _solver_notes(self, result) -> list[str]:
-        """What the solver chose that the artist did not set: why auto chose the category, and a lift
-        out of the ground."""
+        """What the solver chose that the artist did not set: why auto chose the category, where a
+        hinged object's parts are joined, and a lift out of the ground."""
         report = result.report
         notes = [report.category_reason] if report.category_reason else []
+        if report.joints:
+            notes.append(f"its parts are joined in {report.joints} place{'s' * (report.joints > 1)}, free to turn there")
         if report.lifted > 1e-4 * np.ptp(self.vertices, axis=0).max():
             notes.append(f"it started {report.lifted:.3g} m inside the ground, so it was lifted onto it")
         return notes

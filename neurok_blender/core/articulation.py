@@ -55,9 +55,10 @@ class Joints:
 def find_joints(vertices: np.ndarray, faces: np.ndarray, parts: np.ndarray, seed: int = 0) -> Joints:
     """The joints of a mesh whose vertices are labelled by ``parts`` (its loose pieces: an articulated
     object's links). Samples of two parts within TOUCH spacings of each other touch there; up to
-    JOINT_POINTS of their midpoints per pair, farthest-point spread. Parts that touch nothing are
-    joined to the nearest other group at their closest samples (one point: a ball joint), so the
-    body stays one piece."""
+    JOINT_POINTS of their midpoints per pair, farthest-point spread. A group of parts that touches no
+    other is joined to the nearest one where they come closest (within TOUCH spacings of the least
+    distance: across a gap, faces facing each other weld, edges hinge, corners make a ball joint), so
+    the body stays one piece."""
     vertices, faces, parts = np.asarray(vertices, np.float64), np.asarray(faces), np.asarray(parts)
     samples = sample_surface(vertices, faces, JOINT_SAMPLES, np.random.default_rng(seed))
     at, labels = samples.points, parts[faces[samples.faces, 0]]
@@ -77,12 +78,13 @@ def find_joints(vertices: np.ndarray, faces: np.ndarray, parts: np.ndarray, seed
         touching = pairs[(ends[:, 0] == a) & (ends[:, 1] == b)]
         join(a, b, 0.5 * (at[touching[:, 0]] + at[touching[:, 1]]))
     group = _groups(int(parts.max()) + 1, ends)
-    while len(np.unique(group)) > 1:  # join the first group to the nearest sample of any other
+    while len(np.unique(group)) > 1:  # join the first group to the nearest other where they come closest
         inside = group[labels] == group[0]
         distance, nearest = cKDTree(at[~inside]).query(at[inside])
         i = int(np.argmin(distance))
         a, b = labels[inside][i], labels[~inside][nearest[i]]
-        join(a, b, 0.5 * (at[inside][i] + at[~inside][nearest[i]])[None])
+        close = (distance <= distance[i] + reach) & (labels[inside] == a) & (labels[~inside][nearest] == b)
+        join(a, b, 0.5 * (at[inside][close] + at[~inside][nearest[close]]))
         group[group == group[b]] = group[a]
     if not points:
         return Joints(np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64))

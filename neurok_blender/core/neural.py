@@ -358,6 +358,7 @@ class NeuralBodyMap(KinematicMap):
             self.attach(name, points, parts=parts)
         pair = np.minimum(first, second) * len(present) + np.maximum(first, second)
         _, which, sizes = np.unique(pair, return_inverse=True, return_counts=True)
+        self.joint_pairs = len(sizes)
         lighter = torch.minimum(part_mass[first], part_mass[second])
         self.joint_masses = (lighter / torch.as_tensor(sizes[which], dtype=self.dtype))[None]
         self.joint_weights = self.joint_masses  # their springs' share next to the parts' (with_material)

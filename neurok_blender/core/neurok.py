@@ -101,7 +101,7 @@ class NeuROK:
             material = dataclasses.replace(material, contact_stiffness=Environment.contact_stiffness)
             return None, Report(category, mirrors=mirrors, captured=captured, mass_at=where, material=material)
         report = Report(category, reduced_coordinates=built.reduced_size, mirrors=mirrors, captured=captured,
-                        mass_at=where, material=material)
+                        mass_at=where, material=material, joints=0 if built.parts is None else built.joint_pairs)
         # a hinged body's joints hold at the category's own frequency at least, whatever its Stiffness
         joints = max(material.frequency, self.materials[category].frequency)
         return built.with_material(material.frequency, material.yield_strain, corner - built_at, joints), report

@@ -43,6 +43,7 @@ class Report:
     mass_at: str | None = None  # "volume" or "surface" (mass_points.material_points)
     material: BodyMaterial | None = None  # the material it integrated with (material.body_material)
     pull_reached: float | None = None  # share of the pull's displacement the handle reached
+    joints: int = 0  # articulated: the pairs of parts joined where they touch (articulation.find_joints)
 
 
 @dataclasses.dataclass
