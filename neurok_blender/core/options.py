@@ -16,7 +16,7 @@ CATEGORIES = {
     "elastic": "A volumetric elastic body, jelly to rubber",
     "cloth": "Cloth or a thin shell",
     "continuum": "A soft continuum body: snow, clay, sand",
-    "articulated": "Parts joined at hinges (its loose parts)",
+    "articulated": "Its loose parts, joined where they touch and free to turn there (hinges)",
     "rigid": "No deformation: the body only moves and turns (needs no trained model)",
 }
 DEFORMABLE = ("elastic", "cloth", "continuum", "articulated")  # the categories the learned model moves
