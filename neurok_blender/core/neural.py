@@ -645,8 +645,11 @@ class NeuralBodyMap(KinematicMap):
         if self.parts is None:
             u = shape - self.plastic_shape
             return (self.masses[..., None] * u * u).sum((1, 2))
-        gap = gap - self.plastic_gap
-        return self._matched(shape).energy + (self.joint_weights[..., None] * gap * gap).sum((1, 2))
+        return self._articulated_springs(self._matched(shape), gap - self.plastic_gap)
+
+    def _articulated_springs(self, matched, stretch):
+        """An articulated body's springs' sum (B,): its parts' matching and its joints' ``stretch``."""
+        return matched.energy + (self.joint_weights[..., None] * stretch * stretch).sum((1, 2))
 
     def _matched(self, shape):
         """``articulation.match_parts`` of the mass points at ``shape`` against the plastic rest shape."""
@@ -719,7 +722,11 @@ class NeuralBodyMap(KinematicMap):
 
     def _strain_at(self, shape, gap=None):
         """``strain`` from ``_held(s)``, for a caller that holds it while s_p moves."""
-        return torch.sqrt(self._springs(shape, gap) / self.masses.sum(1)) / self.gyration
+        return self._strain_of(self._springs(shape, gap))
+
+    def _strain_of(self, springs):
+        """e from the springs' sum m |u|^2 (B,): sqrt(sum / M) over the radius of gyration."""
+        return torch.sqrt(springs / self.masses.sum(1)) / self.gyration
 
     def flow(self, q):
         """Plastic return: s_p <- s - k (s - s_p) where e > e_y, with k = e_y / e for a linear map and
@@ -729,6 +736,11 @@ class NeuralBodyMap(KinematicMap):
         if self.yield_strain is None:  # never yields
             return super().flow(q)
         s = q[:, 6:]
+        if self.parts is not None and self.has_fields:  # the next step's forces start at this q: its matching is kept for them
+            matched, stretch, _ = self._articulated(q, self._expansion(MASS, s)[0])
+            strain = self._strain_of(self._articulated_springs(matched, stretch))
+            if not bool((strain > self.yield_strain).any()):
+                return torch.zeros_like(strain)
         held = self._held(s)  # y(s): decoded once, only s_p moves below
         strain = first = self._strain_at(*held)
         if not bool((strain > self.yield_strain).any()):
