@@ -627,7 +627,7 @@ class NeuralBodyMap(KinematicMap):
         joints: their gap at s_p)."""
         self.plastic_rest = s_p
         self.plastic_shape = self.deformed(s_p, MASS)
-        self._matching = (None, None)
+        self._articulated_kept = (None, None)
         if self.parts is not None:
             self.plastic_gap = self._joint_gap(s_p)
 
@@ -658,9 +658,9 @@ class NeuralBodyMap(KinematicMap):
     def _articulated(self, q, r):
         """(the parts' matching, the joints' stretch and its Jacobian) at q, the mass points at r = y - c:
         the last is kept, for the gradient and the Hessian of one step."""
-        if self._matching[0] is not q:
-            self._matching = (q, (self._matched(r + self.center), *self._joint_fields(q[:, 6:])))
-        return self._matching[1]
+        if self._articulated_kept[0] is not q:
+            self._articulated_kept = (q, (self._matched(r + self.center), *self._joint_fields(q[:, 6:])))
+        return self._articulated_kept[1]
 
     def potential(self, q):
         """V = 1/2 omega^2 (sum m |y(s) - y(s_p)|^2 + mu S^2 (|s| / S)^6) per body (module docstring);
