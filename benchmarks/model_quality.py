@@ -124,7 +124,7 @@ def _frozen(subspace):
 def evaluate(weights: Path, corpus: Path, per_category: int, variants=("reduced", "full", "rigid only"),
              solver: bool = True) -> dict:
     model = load_model(weights, "cpu")
-    neurok = with_materials(weights, NeuROK.load().materials)  # the fits use its maps, not their materials
+    neurok = with_materials(weights, NeuROK.load().materials) if solver else None  # its maps, not their materials
     rows = []
     for sequence in heldout(corpus, per_category):
         began = time.perf_counter()

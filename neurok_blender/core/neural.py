@@ -249,7 +249,6 @@ class NeuralBodyMap(KinematicMap):
             self._condense_mass_points()
         if joints is not None:
             self._attach_joints(joints)
-            self.part_count = int(self.parts.max()) + 1
         self.set_plastic_rest(torch.zeros(1, k, dtype=dtype))
 
     def with_material(self, frequency: float, yield_strain: float | None, shift=None,
@@ -348,6 +347,7 @@ class NeuralBodyMap(KinematicMap):
                             *(np.concatenate([reflected[g][ends] for g in range(self.mirrors.size)])
                               for ends in (joints.first, joints.second)))
         present, self.parts = torch.unique(self.parts, return_inverse=True)
+        self.part_count = len(present)
         part_mass = torch.zeros(len(present), dtype=self.dtype).index_add_(0, self.parts, self.masses[0])
         number = np.full(max(int(present.max()), int(joints.first.max(initial=0)), int(joints.second.max(initial=0))) + 1, -1)
         number[present.numpy()] = np.arange(len(present))

@@ -103,8 +103,8 @@ class NeuROK:
         report = Report(category, reduced_coordinates=built.reduced_size, mirrors=mirrors, captured=captured,
                         mass_at=where, material=material, joints=0 if built.parts is None else built.joint_pairs)
         # a hinged body's joints hold at the category's own frequency at least, whatever its Stiffness
-        joints = max(material.frequency, self.materials[category].frequency)
-        return built.with_material(material.frequency, material.yield_strain, corner - built_at, joints), report
+        joint_frequency = max(material.frequency, self.materials[category].frequency)
+        return built.with_material(material.frequency, material.yield_strain, corner - built_at, joint_frequency), report
 
     def _build(self, vertices, faces, conditions: Conditions, articulated: bool):
         """(map or None, where the mass is, mirror images, share of the active subspace's trace kept)
