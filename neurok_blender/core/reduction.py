@@ -1,6 +1,7 @@
 """Model reduction: the few latent directions that matter for one object (the paper's active subspace).
 
-    G(z) = sqrt(mean_j |t_j(z)|^2)                    proxy: size of the decoded deformation
+    G(z) = sqrt(mean_j |t_j(z)|^2)                    proxy: size of the decoded deformation, over
+                                                       every PROXY_STRIDE-th query point
     C    = E_{z ~ N(mu_cond, I)} [grad G grad G^T]     (k x k, Monte Carlo)
     z    = mu_cond + A^T s,   A = top k_q eigenvectors of C
 
@@ -15,6 +16,9 @@ import torch
 from .model import NeuROKModel
 
 SAMPLES = 64
+PROXY_STRIDE = 2  # the queries lie part by part in farthest-point order, so every other one still spreads
+# over each part of two or more: the same directions to Monte Carlo noise at half the decoder's work
+# (docs/benchmarks.md, "Speed")
 MOTION_FLOOR = 1e-3  # a reduced direction must move the mass by this share of the object's size per prior std
 CAPTURED = 0.95  # default k_q: the fewest directions holding this share of C's trace ...
 MAX_COORDINATES = 16  # ... and never more than this many
@@ -43,7 +47,7 @@ def active_subspace(model: NeuROKModel, prior_mean, tokens, query_features, coor
                         device=prior_mean.device)
     z = (prior_mean + noise).requires_grad_(True)
     with torch.enable_grad():
-        _, displacement = model.motions(z, tokens, query_features)
+        _, displacement = model.motions(z, tokens, query_features[..., ::PROXY_STRIDE, :])
         proxy = (displacement ** 2).sum(-1).mean(-1).sqrt()  # (samples,)
         (gradient,) = torch.autograd.grad(proxy.sum(), z)  # each sample's G depends on its own z only
     gradient = gradient.reshape(samples, -1)

@@ -156,7 +156,7 @@ def test_contact_points_of_a_symmetric_mesh_are_their_own_mirror_images_and_pres
 def test_the_mirrored_deformation_is_mirror_equivariant(model, expansion):
     """y(s) at g(x) is g(y(s') at x), s' the blocks permuted by g: s'_h = s_{h g}, for every g in G,
     at the engine's points (quadratic field), at drawn points (skinning) and on the network (exact).
-    The quadratic fields come from central differences (core/taylor.py), whose rounding, about
+    The quadratic fields come from finite differences (core/taylor.py), whose rounding, about
     eps / STEP^2 of the displacement, differs between a point and its reflection, computed a few ulps
     apart: equal within 1e-9 m there (2.5e-10 measured), within 1e-12 m on the network."""
     v, f = BOX
