@@ -24,6 +24,10 @@ IMPLICIT_RAYLEIGH = ("leapfrog", "implicit")  # stable at any Rayleigh rate: the
 
 FIXED_POINT_TOLERANCE = 1e-11  # relative change between iterations
 FIXED_POINT_ITERATIONS = 50
+# A deforming body turning slower than this (rad/s, |theta_dot|) skips the implicit step's second pass,
+# where the first pass's inertial error is small and the pass would cost a quarter of a landing's
+# rollout (docs/physics.md)
+SECOND_PASS_SPIN = 1.0
 
 
 def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: str, rtol=1e-8, atol=1e-10):
@@ -145,8 +149,11 @@ def implicit_step(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0)
     torque-free tumbling box then keeps its energy to 1e-4 over 10 s at 4 steps a frame, where the
     first pass alone (first order in them, M taken at the start) gained 24 %, and a rod swinging from
     two pins loses 0.7 % of its energy instead of gaining 4.5 % (the pins' stiffness is linearized
-    without its turning). Rigid maps only: on learned coordinates it diverged, and they keep the first
-    pass.
+    without its turning). On learned coordinates, for a body turning faster than SECOND_PASS_SPIN,
+    the correction solves for the rigid motion's six rows alone (the deformation's rows of the
+    residual set to zero, the full matrix kept, so the deformation follows through its coupling): the
+    deformation's own rows, where a stiff potential or its wall acts, would undo the first pass's
+    implicit impulse along them (docs/physics.md).
 
     Two evaluations of the map a step, stable at any contact, pin or potential stiffness: the steps follow
     the motion, not the springs that hold it. An undamped linear spring keeps its energy at any step
@@ -159,7 +166,8 @@ def implicit_step(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0)
     change, resisted, pushed = system.implicit_change(q, q_dot, s, conservative + loads + dissipative
                                                       - s.mass.quadratic, h, t0)
     transfer = system.transfer  # the moving anchors' power over the step (implicit_change)
-    if system.deforms:  # on learned coordinates the second pass diverged (their M changes fast within a step)
+    turning = q_dot[:, 3:6].norm(dim=-1) > SECOND_PASS_SPIN if system.deforms else None
+    if turning is not None and not bool(turning.any()):
         return _implicit_end(system, q, q_dot, h, t0, change, loads, pushed, dissipative, resisted, transfer)
     base, held, moving = system.smooth_step
     moved = h * (q_dot + 0.5 * change)
@@ -171,7 +179,10 @@ def implicit_step(system: LagrangianSystem, q, q_dot, h: float, t0: float = 0.0)
                                                      + 0.5 * (moving - (held @ moved[..., None])[..., 0]))
     momentum = (mass @ q_dot[..., None])[..., 0] + kept + 0.5 * h * (
         system.smooth_forces(s, t0, lagrangian=True) + system.smooth_forces(ended, t0 + h, lagrangian=True))
-    change = change + system.solve(base, momentum - (ended.mass_matrix @ (q_dot + change)[..., None])[..., 0])
+    residual = momentum - (ended.mass_matrix @ (q_dot + change)[..., None])[..., 0]
+    if turning is not None:  # the learned coordinates' rows, and bodies not turning, keep the first pass (docstring)
+        residual = torch.where(system.map.rigid_dofs & turning[:, None], residual, 0.0)
+    change = change + system.solve(base, residual)
     return _implicit_end(system, q, q_dot, h, t0, change, loads, pushed, dissipative, resisted, transfer)
 
 
