@@ -1,8 +1,8 @@
 """How fast the neural solver is, where its time goes, and what the quadratic decoder costs in accuracy.
 
-    .venv/bin/python -m benchmarks.neural_speed [--weights W] [--frames 120] [--sizes 1000 10000 100000]
+    .venv/bin/python -m benchmarks.neural_speed [--weights W] [--frames 120] [--sizes 1000 3000 10000 100000]
 
-For UV spheres of about 1k, 10k and 100k vertices dropped onto the ground for 120 frames at 24 fps:
+For UV spheres of about 1k, 3k, 10k and 100k vertices dropped onto the ground for 120 frames at 24 fps:
 seconds to encode the mesh and build its learned coordinates (encoder, active subspace, decoder
 expansion, mass points), to roll out (solver steps, decoding every frame included), to simulate the
 same mesh again (a second click: its coordinates are kept), and Blender's
@@ -118,7 +118,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", type=Path, default=None, help="default: the shipped weights")
     parser.add_argument("--frames", type=int, default=120)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000, 100000])
     parser.add_argument("--cloth-max", type=int, default=20000,
                         help="Blender's Cloth and Soft Body bakes up to this many vertices")
     a = parser.parse_args()
