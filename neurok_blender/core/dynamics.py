@@ -142,13 +142,19 @@ class LagrangianSystem:
         self.deforms = bool(self.elastic.any())
         if self.deforms and (self.touchable or self.n_pin):
             # a contact point or pin the deformation moves with little inertia gets a spring of its own
-            # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.plane_forces)
+            # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.plane_forces);
+            # the pins, which all pull at once, then share one scale that keeps their springs' joint
+            # frequency, sqrt(lambda_max(M^-1 K)) with K = k sum m_p J_p^T J_p, at sqrt(k) too: several
+            # pins on a soft direction add up (docs/physics.md, "Pins")
             rest = self.map.rest_coordinates()
             jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact + self.n_pin]
             chol, _ = self.factor(self.mass_matrix(rest))
             mobile = self._mobile_mass(self._whiten(chol, jacobian))
             self.contact_mass = torch.minimum(self.contact_mass, mobile[:, :self.n_contact])
             self.pin_mass = torch.minimum(self.pin_mass, mobile[:, self.n_contact:])
+            if self.n_pin:
+                held = _pin_stiffness(1.0, self.pin_mass, jacobian[:, self.n_contact:])  # per unit k
+                self.pin_mass = self.pin_mass / _top_eigenvalues(chol, held).clamp(min=1.0)[:, None]
         self.rest_stiffness = self._rest_stiffness()
         self.impact = None  # e per body of Newton's law over each impact (restitute), for a free body on a ground
         if env.impact_restitution is not None and self.touchable and bool(kinematic_map.rigid_dofs[:3].all()) \
@@ -789,9 +795,9 @@ class LagrangianSystem:
         held = torch.zeros_like(mass)  # the pins' part of K
         if npin:  # f = -k m (x - a): K = k J^T m J, b = k J^T m (a(t + h) - a(t))
             jp = s.jacobian[:, nc:nc + npin]
-            weights = self.env.pin_stiffness * self.pin_mass
-            held = torch.einsum("bp,bpin,bpim->bnm", weights, jp, jp)
-            moving = _jt(jp, weights[..., None] * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
+            held = _pin_stiffness(self.env.pin_stiffness, self.pin_mass, jp)
+            moving = _jt(jp, self.env.pin_stiffness * self.pin_mass[..., None]
+                         * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
         potential = None if self.rest_stiffness is None else self._stiffness(q)
         stiffness = held if potential is None else held + potential
         rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
@@ -1009,10 +1015,21 @@ class Rates(NamedTuple):
 
 
 def _top_eigenvalue(chol, matrix) -> float:
-    """Largest eigenvalue of M^-1 A over the bodies, as that of the symmetric L^-1 A L^-T (M = L L^T)."""
+    """Largest eigenvalue of M^-1 A over the bodies (``_top_eigenvalues``)."""
+    return float(_top_eigenvalues(chol, matrix).max())
+
+
+def _top_eigenvalues(chol, matrix):
+    """Each body's largest eigenvalue of M^-1 A (B,), as that of the symmetric L^-1 A L^-T (M = L L^T)."""
     half = torch.linalg.solve_triangular(chol, matrix, upper=False)
     sym = torch.linalg.solve_triangular(chol, half.transpose(-1, -2), upper=False)
-    return float(torch.linalg.eigvalsh(sym).max())
+    return torch.linalg.eigvalsh(sym)[..., -1]
+
+
+def _pin_stiffness(stiffness, masses, jacobian):
+    """K = k sum_p m_p J_p^T J_p (B, n, n): the pins' springs f_p = -k m_p (x_p - a_p) on the coordinates,
+    from their masses (B, N) and Jacobians (B, N, 3, n)."""
+    return torch.einsum("bp,bpin,bpim->bnm", stiffness * masses, jacobian, jacobian)
 
 
 def _allowed(restitution, incoming):

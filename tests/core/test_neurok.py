@@ -13,7 +13,8 @@ from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.material import CategoryMaterial, contact_restitution, contact_stiffness, ground_floor
 from neurok_blender.core.neurok import NeuROK
-from neurok_blender.core.simulation import simulate
+from neurok_blender.core.dynamics import ACTING, LagrangianSystem
+from neurok_blender.core.simulation import prepare, simulate
 from training.shapes.solids import uv_sphere
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -386,6 +387,24 @@ def test_a_pinned_soft_body_hangs_from_its_pin(neurok):
     assert np.linalg.norm(result.positions[:, 0] - v[0], axis=1).max() < 0.03 * np.linalg.norm(np.ptp(v, 0))
     assert np.linalg.norm(result.positions[-1] - v, axis=1).max() > 0.1  # it swung down
     assert np.abs(result.pose["reduced"]).max() > 1e-3  # and bent
+
+
+def test_pins_pulling_together_ring_no_faster_than_one_pin(neurok):
+    """Every vertex of a box's top face pinned: each pin's spring k m_i is capped at what the
+    deformation moves there, and the pins together then share one scale, so that their joint
+    frequency at rest, sqrt(lambda_max(M^-1 K)) with K = k sum m_i J_i^T J_i, is sqrt(k) as for one
+    pin of the whole mass: the steps sized for sqrt(k) resolve them."""
+    v, f = BOX
+    top = np.flatnonzero(v[:, 2] > v[:, 2].max() - 1e-9).tolist()
+    body = prepare(v, f, Conditions(frames=2, pins=top, category="elastic"), neurok)
+    system = LagrangianSystem(body.kmap, body.env)
+    rest = body.kmap.rest_coordinates()
+    jacobian = body.kmap.jacobian(rest, ACTING)[1][:, system.n_contact:system.n_contact + system.n_pin]
+    stiffness = torch.einsum("bp,bpin,bpim->bnm", body.env.pin_stiffness * system.pin_mass, jacobian, jacobian)
+    rate = torch.linalg.eigvals(torch.linalg.solve(system.mass_matrix(rest), stiffness)).real.max()
+    # to the regularization of the factor of M, on the test model's ill-conditioned coordinates
+    assert len(top) > 1 and float(rate) == pytest.approx(body.env.pin_stiffness, rel=1e-4)
+    assert float(system.pin_mass.sum()) < 0.5 * float(system.masses.sum())  # they gave way to share it
 
 
 def test_a_diverging_learned_body_stops_and_names_the_frame(neurok):
