@@ -41,26 +41,31 @@ def material_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count:
     (``mesh.mass_properties``), the ones the rigid solver uses, so a body tumbles and bounces as the
     same body solved as rigid (random samples alone put a sheet's centre and a solid's inertia off). With ``mirrors`` (the mesh's ``mirror.MirrorGroup``) of more than the identity the
     points are ``symmetric_points``: g(x_i) is a point of the same mass as x_i for every g in G."""
+    labels = loose_parts(faces, len(vertices))
     if mirrors is not None and mirrors.size > 1:
-        points, masses, where, groups = symmetric_points(vertices, faces, mass, mirrors, count, seed)
+        points, masses, where, groups = symmetric_points(vertices, faces, mass, mirrors, labels, count, seed)
     else:
-        points, masses, where, groups = sampled_points(vertices, faces, mass, count, seed)
-    sampled_by_part = where == "volume" and loose_parts(faces, len(vertices)).max() < MAX_SAMPLED_PARTS
+        points, masses, where, groups = sampled_points(vertices, faces, mass, labels, count, seed)
     return (points, match_moments(points, masses, mass_properties(vertices, faces, mass), groups), where,
-            groups if sampled_by_part else None)
+            groups if _by_part(labels, where) else None)
+
+
+def _by_part(labels: np.ndarray, where: str) -> bool:
+    """Whether ``sampled_points`` sampled each loose part on its own (``labels``: each vertex's part):
+    a solid of at most MAX_SAMPLED_PARTS pieces."""
+    return where == "volume" and labels.max() < MAX_SAMPLED_PARTS
 
 
 def symmetric_points(vertices: np.ndarray, faces: np.ndarray, mass: float, mirrors: MirrorGroup,
-                     count: int = POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+                     labels: np.ndarray, count: int = POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
     """``sampled_points`` of count / |G| samples and their images g(x) under every g in ``mirrors``,
     each image with 1 / |G| of its sample's mass: a set G maps onto itself, masses included. A point's
     part is the mirror image of its sample's (a loose part's image is a loose part of the same volume),
     so every part keeps its share of the mass. (A grid point of a part symmetric in itself falls on
     another grid point's image: the pair carries its mass together.)"""
     size = mirrors.size
-    points, masses, where, groups = sampled_points(vertices, faces, mass, max(count // size, MIN_PART_POINTS), seed)
-    labels = loose_parts(faces, len(vertices))
-    if where == "volume" and labels.max() < MAX_SAMPLED_PARTS:  # groups are loose parts: map them to their images
+    points, masses, where, groups = sampled_points(vertices, faces, mass, labels, max(count // size, MIN_PART_POINTS), seed)
+    if _by_part(labels, where):  # groups are loose parts: map them to their images
         first = np.unique(labels, return_index=True)[1]  # a vertex of each part, in the parts' order
         part_images = labels[mirrors.vertex_images(vertices, first)]  # (|G|, parts): the part each image is
         mirrored = [part_images[i][groups] for i in range(size)]
@@ -70,18 +75,18 @@ def symmetric_points(vertices: np.ndarray, faces: np.ndarray, mass: float, mirro
             np.concatenate(mirrored))
 
 
-def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, count: int = POINTS,
-                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
+def sampled_points(vertices: np.ndarray, faces: np.ndarray, mass: float, labels: np.ndarray,
+                   count: int = POINTS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
     """(points (P, 3), masses (P,) summing to ``mass``, "volume" or "surface", the part each point
     was sampled for (P,)), deterministic: ``count`` area-uniform surface samples, and about ``count``
-    interior grid points in a solid.
+    interior grid points in a solid; ``labels``: each vertex's loose part (``mesh.loose_parts``).
 
     A solid of several loose parts (an articulated object) gives each part the share of the mass its
     volume has, as the reference simulators do, and samples each part on its own: one grid over all
     of them would hit a thin part by chance.
     """
     rng = np.random.default_rng(seed)
-    parts = loose_parts(faces, len(vertices))[faces[:, 0]]  # part of each triangle
+    parts = labels[faces[:, 0]]  # part of each triangle
     if parts.max() >= MAX_SAMPLED_PARTS:  # many pieces (gravel, leaves): sampled as one solid
         parts = np.zeros_like(parts)
     volumes = np.abs(np.bincount(parts, weights=tetrahedron_volumes(vertices, faces)))
