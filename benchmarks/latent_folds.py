@@ -73,8 +73,7 @@ def least_on_sphere(kmap, radius: float, starts: torch.Tensor) -> float:
 
 def shape_row(neurok: NeuROK, sequence, expansion: str, seed: int) -> dict | None:
     conditions = dataclasses.replace(replay_conditions(sequence), expansion=expansion)
-    kmap, _ = neurok.body(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions,
-                               conditions.category)
+    kmap, _ = neurok.body(sequence.rest_vertices.astype(np.float64), sequence.faces, conditions, conditions.category)
     if kmap is None:
         return None
     k, mu = kmap.reduced_size, float(kmap.wall_mass[0])
