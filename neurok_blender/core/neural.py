@@ -98,7 +98,8 @@ from .options import EXPANSIONS
 from .reduction import Subspace
 from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
-from .skinning import DRAWN_DTYPE, Skinning, deform, displaced_by, moved_by, query_motions, skinning
+from .skinning import (DRAWN_DTYPE, Skinning, channels, deform, displaced_by, dual_quaternion_moves, query_motions,
+                       skinning)
 from .taylor import coefficients, differences_lanes
 
 
@@ -415,11 +416,15 @@ class NeuralBodyMap(KinematicMap):
             skin = skinning(model_points, self.shape.queries.points, image_parts, self.shape.query_parts,
                             self.neighbours)
             with torch.no_grad():  # F(z(0)) at these points, subtracted from every F(z(s))
-                if output:  # drawn only: blended by a sparse product a block of rows a frame, in DRAWN_DTYPE
-                    skin = skin.drawn(len(self.shape.queries.points))
+                if output:  # drawn only: blended by a sparse product a block of rows a frame, in DRAWN_DTYPE,
+                    # each block with its points' channels and their motion at rest (``_drawn``)
                     motions = query_motions(self.queries, *self.motions(zero[None]), self.dual_quaternion).to(DRAWN_DTYPE)
-                    rest = torch.cat([moved_by(block.blended(motions), points_t[rows], self.dual_quaternion)
-                                      for rows, block in skin], 1)
+                    blocks = []
+                    for rows, block in skin.drawn(len(self.shape.queries.points)):
+                        at = channels(points_t[rows])
+                        blocks.append((rows, block, (at, self._drawn_moves(block.blended(motions), at))))
+                    rest = torch.cat([points_t[rows] + torch.stack(at_rest, -1) for rows, _, (_, at_rest) in blocks], 1)
+                    skin = blocks
                 else:
                     rest = self._move(zero[None], points_t, skin)
             images.append((points_t, skin, rest))
@@ -536,21 +541,26 @@ class NeuralBodyMap(KinematicMap):
     def _drawn(self, s, name, pose=None):
         """``deformed`` for drawn points, or with ``pose`` = (p (B, 3), R (B, 3, 3)) ``embed``'s
         p + R (y(s) - c): one block of rows at a time through every mirror image (each image's query
-        motions once) and the pose, the same sums with every temporary a block's."""
+        motions once) and the pose, channel by channel, the same sums with every temporary a block's."""
         images, points, (t, w), k = self._blocks(name), self.points(name), self._frame_motion(s), self.block
         values = [query_motions(self.queries, *self.motions(s[:, index * k:(index + 1) * k]), self.dual_quaternion)
                   .to(DRAWN_DTYPE) for index in range(len(images))]
+        signs = [[float(sign) * self.scale for sign in self.mirrors.signs[index]] for index in range(len(images))]
         out = points.new_empty(s.shape[0], points.shape[1], 3)
-        for block, (rows, _) in enumerate(images[0][1]):
-            total = None
-            for index, (model_points, blocks, rest) in enumerate(images):
-                moved = moved_by(blocks[block][1].blended(values[index]), model_points[rows], self.dual_quaternion)
-                term = self._reflect_vectors(index, self.scale * (moved - rest[:, rows]))
-                total = term if total is None else total + term
+        for block, (rows, *_) in enumerate(images[0][1]):
+            total = [0.0, 0.0, 0.0]  # sum_g g h (F(z(s_g), g x) - F(z(0), g x)), by channel
+            for index, (_, blocks, _) in enumerate(images):
+                _, skin, (at_points, at_rest) = blocks[block]
+                moves = self._drawn_moves(skin.blended(values[index]), at_points)
+                total = [sum_ + sign * (move - rest) for sum_, sign, move, rest in zip(total, signs[index], moves, at_rest)]
             at = points[:, rows]
-            shape = at + total - self._rigid_motion(at - self.center, t, w)
+            shape = at + torch.stack(total, -1) - self._rigid_motion(at - self.center, t, w)
             out[:, rows] = shape if pose is None else pose[0][:, None] + (shape - self.center) @ pose[1].transpose(1, 2)
         return out
+
+    def _drawn_moves(self, blend, points) -> list[torch.Tensor]:
+        """x' - x by channel for drawn points x (3 channels) under their blend of query motions (..., V, C)."""
+        return dual_quaternion_moves(channels(blend), points) if self.dual_quaternion else list(channels(blend))
 
     def _expansion(self, name, s, s_dot=None, index=None):
         """For points with a quadratic field: r = y(s) - c = xbar - c + (Y + 1/2 Z s) s, r_s = Y + Z s

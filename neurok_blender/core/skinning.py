@@ -162,18 +162,29 @@ def displaced_by(blend: torch.Tensor, points: torch.Tensor, dual_quaternion: boo
 
 
 def _dual_quaternion_motion(blend: torch.Tensor, points: torch.Tensor, displacement: bool = False) -> torch.Tensor:
-    """The points (..., V, 3) moved by their blended dual quaternions (r, d) (..., V, 8), r = (r_w, v),
-    normalized by |r|: x' = R(r) x + tau with R(r) x = x + r_w t + v x t, t = 2 v x x, and
-    tau = 2 (r_w v_d - d_w v + v x v_d). Unnormalized, both are quadratic in (r, d) over |r|^2:
+    """The points (..., V, 3) moved by their blended dual quaternions (..., V, 8) (``dual_quaternion_moves``;
+    x' - x with ``displacement``)."""
+    px, py, pz = channels(points)
+    moves = dual_quaternion_moves(channels(blend), (px, py, pz))
+    return torch.stack(moves if displacement else [px + moves[0], py + moves[1], pz + moves[2]], -1)
 
-        x' = x + (r_w u + v x u - 2 d_w v) / |r|^2,    u = 2 (v x x + v_d)
 
-    (x' - x with ``displacement``). Written per component, each channel made contiguous first: on a mesh's many vertices the small
-    (V, 3) and (V, 4) tensors' strided products cost more than the arithmetic."""
-    rw, vx, vy, vz, dw, dx, dy, dz = (c.contiguous() for c in blend.unbind(-1))
-    px, py, pz = (c.contiguous() for c in points.unbind(-1))
+def channels(values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The last axis's channels of ``values`` (..., C), each contiguous: on a mesh's many vertices the
+    small (V, 3) and (V, 8) tensors' strided products cost more than the arithmetic."""
+    return tuple(c.contiguous() for c in values.unbind(-1))
+
+
+def dual_quaternion_moves(blend, points) -> list[torch.Tensor]:
+    """x' - x, channel by channel, for points x = (px, py, pz) moved by their blended dual quaternions
+    (r, d) = (r_w, v, d_w, v_d) (8 channels, each (..., V)), normalized by |r|: x' = R(r) x + tau with
+    R(r) x = x + r_w t + v x t, t = 2 v x x, and tau = 2 (r_w v_d - d_w v + v x v_d). Unnormalized,
+    both are quadratic in (r, d) over |r|^2:
+
+        x' = x + (r_w u + v x u - 2 d_w v) / |r|^2,    u = 2 (v x x + v_d)"""
+    rw, vx, vy, vz, dw, dx, dy, dz = blend
+    px, py, pz = points
     ux, uy, uz = 2 * (vy * pz - vz * py + dx), 2 * (vz * px - vx * pz + dy), 2 * (vx * py - vy * px + dz)
     inverse, pull = 1 / (rw * rw + vx * vx + vy * vy + vz * vz), -2 * dw
-    moves = [(rw * ux + vy * uz - vz * uy + pull * vx) * inverse, (rw * uy + vz * ux - vx * uz + pull * vy) * inverse,
-             (rw * uz + vx * uy - vy * ux + pull * vz) * inverse]
-    return torch.stack(moves if displacement else [px + moves[0], py + moves[1], pz + moves[2]], -1)
+    return [(rw * ux + vy * uz - vz * uy + pull * vx) * inverse, (rw * uy + vz * ux - vx * uz + pull * vy) * inverse,
+            (rw * uz + vx * uy - vy * ux + pull * vz) * inverse]
