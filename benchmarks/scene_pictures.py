@@ -36,9 +36,9 @@ def tilted_plank(angle: float, length: float = 1.6, width: float = 0.5, thicknes
     return v @ turn.T + [0.0, 0.0, lift], f, turn
 
 
-def sheet(size: float, height: float):
-    """A flat square of cloth ``size`` m across at ``height``, of triangles about 6 cm on a side."""
-    v, f = lattice_sheet(lambda p: np.abs(p).max(1) < size / 2, size / 2 + 0.05, 0.06)
+def sheet(size: float, height: float, spacing: float = 0.06):
+    """A flat square of cloth ``size`` m across at ``height``, of triangles ``spacing`` m on a side."""
+    v, f = lattice_sheet(lambda p: np.abs(p).max(1) < size / 2, size / 2 + 0.05, spacing)
     return v + [0.0, 0.0, height], f
 
 

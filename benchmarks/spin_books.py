@@ -4,8 +4,8 @@
 
 A spin loads every learned direction with its centrifugal pull, and where a map loses its inertia
 away from rest (``benchmarks.latent_folds``) the spin's energy runs into the deformation. Two bodies,
-each weights' own materials, ``integrator="auto"``, 24 fps: a 20 x 20 grid sheet of 0.6 m (cloth)
-let go 1 m above the ground spinning about its normal at SPINS, 24 frames; a 0.3 x 0.1 x 0.02 m plate
+each weights' own materials, ``integrator="auto"``, 24 fps: a 0.6 m square sheet of 3 cm triangles
+(cloth) let go 1 m above the ground spinning about its normal at SPINS, 24 frames; a 0.3 x 0.1 x 0.02 m plate
 (98 vertices) spun at PLATE_SPIN without gravity, 12 frames, as an elastic, an articulated and a
 cloth body. Reported per run: the largest energy-balance error over the run's total energy (the
 books: the stored energy, gravity's included, less the loads' work plus what was dissipated, against
@@ -21,25 +21,16 @@ import numpy as np
 
 from benchmarks import write_results
 from benchmarks.deformation import with_materials
+from benchmarks.scene_pictures import sheet
 from neurok_blender.core import Conditions, NeuROK, SimulationError
 from neurok_blender.core.mesh import box_mesh, subdivided
 from neurok_blender.core.neurok import WEIGHTS
 from training.evaluation import shape_error
 
 SPINS = (5.0, 10.0, 20.0, 40.0)  # rad/s about the sheet's normal
+SHEET_SPACING = 0.03  # m: its triangles' side
 PLATE_SPIN = (18.0, 12.0, 60.0)  # rad/s
 PLATE_CATEGORIES = ("elastic", "articulated", "cloth")
-
-
-def grid_sheet(n: int = 20, size: float = 0.6, height: float = 1.0):
-    """An n x n vertex grid of side ``size`` (m), flat at ``height``, two triangles a cell."""
-    xs = np.linspace(-size / 2, size / 2, n)
-    x, y = np.meshgrid(xs, xs)
-    vertices = np.stack([x.ravel(), y.ravel(), np.full(n * n, height)], 1)
-    corner = (np.arange(n - 1)[:, None] * n + np.arange(n - 1)[None]).ravel()
-    faces = np.concatenate([np.stack([corner, corner + 1, corner + n + 1], 1),
-                            np.stack([corner, corner + n + 1, corner + n], 1)])
-    return vertices, faces
 
 
 def plate():
@@ -64,7 +55,7 @@ def run(neurok: NeuROK, name: str, mesh, conditions: Conditions) -> dict:
 
 
 def rows_for(neurok: NeuROK) -> list[dict]:
-    rows = [run(neurok, f"sheet at {spin:g} rad/s", grid_sheet(),
+    rows = [run(neurok, f"sheet at {spin:g} rad/s", sheet(0.6, 1.0, SHEET_SPACING),
                 Conditions(frames=24, category="cloth", ground_height=0.0, angular_velocity=(0.0, 0.0, spin)))
             for spin in SPINS]
     rows += [run(neurok, f"plate, {category}", plate(),
