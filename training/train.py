@@ -3,13 +3,15 @@
     python -m training.train CORPUS OUT [--steps 20000] [--batch 8] [--seed 0] [--device auto]
                                         [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
                                         [--kl-warmup STEPS] [--pairs by-change] [--draw-workers N] [--config JSON]
-                                        [--init WEIGHTS] [--learning-rate 3e-4] [--compile]
+                                        [--init WEIGHTS] [--learning-rate 3e-4] [--compile] [--inertia-weight W]
     torchrun --nproc-per-node N -m training.train CORPUS OUT ...     (data-parallel on N GPUs)
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
 of the bounding-box diagonal, plus 0.01 KL(q(z | phi, M0) || N(mu_cond(M0), I)) summed over the
 latent; each pair's frame b drawn uniformly or, with --pairs by-change, in proportion to its shape
-change (``examples.draw_pair``). With --kl-warmup the KL weight ramps linearly from 0 to its value over that many steps
+change (``examples.draw_pair``); with --inertia-weight W, plus W times the inertia term (``inertia.py``:
+the share of a direction's rest inertia lost at points of the latent ball the solver explores,
+computed on the batch's first examples). With --kl-warmup the KL weight ramps linearly from 0 to its value over that many steps
 (KL annealing, Bowman et al. 2016): trained from scratch at weight 1.0 the posterior collapsed onto
 the prior (held-out KL 0.06-7 nats over 3,000 steps, held-out vertex error 5.3 % of the diagonal at
 step 2,975 against 5.9 % at step 25; the shipped run, weight 0.01 on the previous corpus, had 3.8 %
@@ -56,6 +58,7 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.skinning import Skinning
 from training.corpus.shards import read_shard
 from training.examples import PAIRS, collate, make_example, prepare
+from training.inertia import inertia_loss
 from training.parent_watch import spawned_pool
 
 UNIT = 0.01  # the reconstruction error is measured in 1 % of the bounding-box diagonal
@@ -99,9 +102,10 @@ def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
             "targets": f["targets"], "skin": Skinning(t["skin_index"], t["skin_weight"].float())}
 
 
-def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_weight: float = KL_WEIGHT) -> dict:
+def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_weight: float = KL_WEIGHT,
+           inertia_weight: float = 0.0, generator: torch.Generator | None = None) -> dict:
     """The loss terms of a batch; ``noise`` (standard normal, the latent's shape) samples the posterior,
-    None takes its mean."""
+    None takes its mean. With ``inertia_weight``, the inertia term (``inertia.py``) drawn by ``generator``."""
     prior_mean, tokens = model.prior(t["features"])
     mean, log_variance = model.posterior(t["features"], t["deformation"])
     z = mean + noise * torch.exp(0.5 * log_variance) if noise is not None else mean
@@ -110,8 +114,12 @@ def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_we
     reconstruction = (error ** 2).sum(-1).mean() / UNIT**2
     # KL(N(mu, s^2) || N(mu_cond, 1)) = 1/2 sum (s^2 + (mu - mu_cond)^2 - 1 - log s^2)
     kl = 0.5 * (log_variance.exp() + (mean - prior_mean) ** 2 - 1 - log_variance).sum((-1, -2)).mean()
-    return {"loss": reconstruction + kl_weight * kl, "reconstruction": reconstruction, "kl": kl,
-            "vertex_error": error.norm(dim=-1).mean()}
+    values = {"loss": reconstruction + kl_weight * kl, "reconstruction": reconstruction, "kl": kl,
+              "vertex_error": error.norm(dim=-1).mean()}
+    if inertia_weight:
+        values["inertia"] = inertia_loss(model, prior_mean, tokens, t["query_features"], t["queries"], generator)
+        values["loss"] = values["loss"] + inertia_weight * values["inertia"]
+    return values
 
 
 class TrainingLoss(torch.nn.Module):
@@ -122,8 +130,9 @@ class TrainingLoss(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, t: dict, noise: torch.Tensor | None, kl_weight: float) -> dict:
-        return losses(self.model, t, noise, kl_weight)
+    def forward(self, t: dict, noise: torch.Tensor | None, kl_weight: float, inertia_weight: float = 0.0,
+                generator: torch.Generator | None = None) -> dict:
+        return losses(self.model, t, noise, kl_weight, inertia_weight, generator)
 
 
 def draw_batch(items, seed: int, step: int, examples: range, config: ModelConfig, augment: bool = True,
@@ -142,6 +151,13 @@ def posterior_noise(seed: int, step: int, examples: range, shape: tuple[int, ...
     example i's from the generator (seed, step, i, 1): the same on any device and process count."""
     return torch.from_numpy(np.stack([np.random.default_rng([seed, step, index, 1]).standard_normal(shape)
                                       for index in examples]).astype(np.float32))
+
+
+def inertia_generator(seed: int, step: int, examples: range) -> torch.Generator:
+    """The generator of the inertia term's draws for this process's ``examples`` of step ``step``: a
+    resumed run draws what an uninterrupted one would (the same process count)."""
+    state = np.random.SeedSequence([seed, step, examples.start, 2]).generate_state(1)[0]
+    return torch.Generator().manual_seed(int(state))
 
 
 def batches(corpus: Path, items, seed: int, first: int, last: int, examples: range, config: ModelConfig, workers: int,
@@ -198,16 +214,20 @@ class Processes:
 def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: str, config: ModelConfig,
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
           until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0, draw_workers: int = 1,
-          pairs: str = "uniform", init: Path | None = None, compile_loss: bool = False) -> Path:
+          pairs: str = "uniform", init: Path | None = None, compile_loss: bool = False,
+          inertia_weight: float = 0.0) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
     earlier, resumably; ``draw_workers`` processes draw the batches ahead; ``init`` a model file whose
     weights the run starts from (its config must be ``config``). Under ``torchrun``, each of
-    its processes trains its share of every batch; ``compile_loss`` runs the loss through torch.compile.
+    its processes trains its share of every batch; ``compile_loss`` runs the loss through torch.compile;
+    ``inertia_weight`` weighs the inertia term (``inertia.py``; 0: none).
     Returns the path of the model file."""
     if kl_warmup < 0:
         raise ValueError(f"kl_warmup must be 0 (no warm-up) or a number of steps, got {kl_warmup}")
     if draw_workers < 1:
         raise ValueError(f"draw_workers must be at least 1 (drawing in this process), got {draw_workers}")
+    if inertia_weight < 0:
+        raise ValueError(f"inertia_weight must be 0 (no inertia term) or positive, got {inertia_weight}")
     if pairs not in PAIRS:
         raise ValueError(f"pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
     processes = Processes.from_environment()
@@ -231,7 +251,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         if payload["config"] != model.config_dict():
             raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
         for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0),
-                                     ("pairs", pairs, "uniform"), ("init", init and init.name, None)):
+                                     ("pairs", pairs, "uniform"), ("init", init and init.name, None),
+                                     ("inertia_weight", inertia_weight, 0.0)):
             if payload["about"].get(name, default) != value:
                 raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
         _check_same_shards(checkpoint, payload["about"].get("shards"), shards)
@@ -264,7 +285,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
                 "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name,
-                "shards": shards}
+                "inertia_weight": inertia_weight, "shards": shards}
 
     def save(path: Path, **state) -> None:  # the weights, and beside them what they were trained on
         stamp = about()
@@ -284,7 +305,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             model.train()
             weight = kl_weight * min(1.0, (step + 1) / kl_warmup) if kl_warmup else kl_weight
             noise = posterior_noise(seed, step, share, (config.tokens, config.channels)).to(device)
-            values = loss(batch_tensors(model, next(drawn), device), noise, weight)
+            values = loss(batch_tensors(model, next(drawn), device), noise, weight, inertia_weight,
+                          inertia_generator(seed, step, share))
             optimizer.zero_grad()
             values["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -383,6 +405,8 @@ def main():
     parser.add_argument("--log-every", type=int, default=25, help="steps between log rows and held-out checks")
     parser.add_argument("--init", type=Path, default=None,
                         help="start from this model file's weights and config (a fine-tune)")
+    parser.add_argument("--inertia-weight", type=float, default=0.0,
+                        help="weight of the inertia term (training/inertia.py) against the reconstruction; 0: none")
     parser.add_argument("--learning-rate", type=float, default=3e-4, help="peak of the cosine schedule")
     parser.add_argument("--compile", action="store_true",
                         help="run the loss through torch.compile (fused kernels after a compile of a minute or two)")
@@ -396,7 +420,8 @@ def main():
                             {"dual_quaternion": not a.displacement, **a.config}))
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, config, log_every=a.log_every,
           hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup, draw_workers=a.draw_workers,
-          pairs=a.pairs, init=a.init, learning_rate=a.learning_rate, compile_loss=a.compile)
+          pairs=a.pairs, init=a.init, learning_rate=a.learning_rate, compile_loss=a.compile,
+          inertia_weight=a.inertia_weight)
 
 
 if __name__ == "__main__":
