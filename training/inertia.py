@@ -18,7 +18,8 @@ to keep a share of each direction's rest inertia at a point of the ball:
 with b_i an orthonormal sketch of the decoder's active directions (a randomized range finder:
 J(z_i)^T w_i for z_i ~ N(mu_cond, I) and random w_i, as the solver's subspace comes from gradients at
 such z, ``reduction.active_subspace``), u a uniform unit direction in its span and r uniform in
-[0, RADIUS]. The rest inertia is a fixed target (no gradient), so the term is met by keeping the
+[0, RADIUS] (it should reach past the wall that calibration will give the weights: the posteriors'
+reach, ``training/calibrate.py``). The rest inertia is a fixed target (no gradient), so the term is met by keeping the
 inertia out there, not by shrinking it at rest; a direction that hardly moves the body at rest
 (below MOVING of the mean, which the solver's inertia floor lifts) is left out.
 """
@@ -28,7 +29,7 @@ import torch
 from neurok_blender.core.model import NeuROKModel
 
 KEEP = 0.5  # of a direction's rest inertia kept anywhere inside RADIUS
-RADIUS = 9.0  # prior standard deviations: past the solver's calibrated wall (8.2 - 8.5)
+RADIUS = 9.0  # prior standard deviations (default): past the wall S = sqrt(k) + margin the weights are calibrated to
 SKETCH = 16  # cotangents of the range finder: the solver's active subspace holds 3 to 16 directions
 EXAMPLES = 4  # of the batch's first examples carry the term (it costs about a step of the network each)
 MOVING = 0.1  # of the mean rest inertia: a direction below it hardly moves the body (the solver floors it)
@@ -38,10 +39,10 @@ QUERY_STRIDE = 8  # every eighth query point (they lie part by part in farthest-
 
 @torch.compiler.disable  # the range finder differentiates inside the loss: run eagerly under torch.compile
 def inertia_loss(model: NeuROKModel, prior_mean: torch.Tensor, tokens: torch.Tensor, query_features: torch.Tensor,
-                 queries: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+                 queries: torch.Tensor, generator: torch.Generator, radius: float = RADIUS) -> torch.Tensor:
     """R (above), averaged over the batch, for priors ``prior_mean`` (B, L, c), shape tokens (B, L, w)
     query features (B, Q, f) and query points (B, Q, 3); differentiable in the model's weights. ``generator`` (CPU) draws the
-    sketch, the directions and the radii."""
+    sketch, the directions and the points' distances from the prior mean, up to ``radius``."""
     prior_mean, tokens = prior_mean[:EXAMPLES], tokens[:EXAMPLES]
     features, points = query_features[:EXAMPLES, ::QUERY_STRIDE], queries[:EXAMPLES, ::QUERY_STRIDE]
     batch, latent_shape = prior_mean.shape[0], prior_mean.shape[1:]
@@ -62,7 +63,7 @@ def inertia_loss(model: NeuROKModel, prior_mean: torch.Tensor, tokens: torch.Ten
     basis = torch.linalg.qr(pulled.flatten(2).transpose(1, 2)).Q.transpose(1, 2).unflatten(-1, latent_shape)
     u = torch.einsum("bsl,bs->bl", basis.flatten(2), draw(batch, SKETCH))  # (B, L c), then unit
     u = (u / u.norm(dim=-1, keepdim=True)).unflatten(-1, latent_shape)[:, None]
-    radius = RADIUS * torch.rand((batch, 1, 1, 1), generator=generator).to(device=device, dtype=dtype)
+    radius = radius * torch.rand((batch, 1, 1, 1), generator=generator).to(device=device, dtype=dtype)
     rest = prior_mean.detach()[:, None]
     centres = torch.cat([rest, rest + STEP * u, rest - STEP * u, prior_mean[:, None] + radius * u], 1)
     probes = centres[:, :, None] + STEP * torch.cat([torch.zeros_like(basis[:, :1]), basis], 1)[:, None]

@@ -4,6 +4,7 @@
                                         [--displacement] [--hours H] [--until STEP] [--kl-weight 0.01]
                                         [--kl-warmup STEPS] [--pairs by-change] [--draw-workers N] [--config JSON]
                                         [--init WEIGHTS] [--learning-rate 3e-4] [--compile] [--inertia-weight W]
+                                        [--inertia-radius 9]
     torchrun --nproc-per-node N -m training.train CORPUS OUT ...     (data-parallel on N GPUs)
 
 Loss per pair of frames (``examples.py``): the squared error of the decoded points in units of 1 %
@@ -58,6 +59,7 @@ from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.skinning import Skinning
 from training.corpus.shards import read_shard
 from training.examples import PAIRS, collate, make_example, prepare
+from training.inertia import RADIUS as INERTIA_RADIUS
 from training.inertia import inertia_loss
 from training.parent_watch import spawned_pool
 
@@ -103,9 +105,11 @@ def batch_tensors(model: NeuROKModel, batch: dict, device) -> dict:
 
 
 def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_weight: float = KL_WEIGHT,
-           inertia_weight: float = 0.0, generator: torch.Generator | None = None) -> dict:
+           inertia_weight: float = 0.0, generator: torch.Generator | None = None,
+           inertia_radius: float = INERTIA_RADIUS) -> dict:
     """The loss terms of a batch; ``noise`` (standard normal, the latent's shape) samples the posterior,
-    None takes its mean. With ``inertia_weight``, the inertia term (``inertia.py``) drawn by ``generator``."""
+    None takes its mean. With ``inertia_weight``, the inertia term (``inertia.py``) out to
+    ``inertia_radius``, drawn by ``generator``."""
     prior_mean, tokens = model.prior(t["features"])
     mean, log_variance = model.posterior(t["features"], t["deformation"])
     z = mean + noise * torch.exp(0.5 * log_variance) if noise is not None else mean
@@ -117,7 +121,8 @@ def losses(model: NeuROKModel, t: dict, noise: torch.Tensor | None = None, kl_we
     values = {"loss": reconstruction + kl_weight * kl, "reconstruction": reconstruction, "kl": kl,
               "vertex_error": error.norm(dim=-1).mean()}
     if inertia_weight:
-        values["inertia"] = inertia_loss(model, prior_mean, tokens, t["query_features"], t["queries"], generator)
+        values["inertia"] = inertia_loss(model, prior_mean, tokens, t["query_features"], t["queries"], generator,
+                                         inertia_radius)
         values["loss"] = values["loss"] + inertia_weight * values["inertia"]
     return values
 
@@ -131,8 +136,8 @@ class TrainingLoss(torch.nn.Module):
         self.model = model
 
     def forward(self, t: dict, noise: torch.Tensor | None, kl_weight: float, inertia_weight: float = 0.0,
-                generator: torch.Generator | None = None) -> dict:
-        return losses(self.model, t, noise, kl_weight, inertia_weight, generator)
+                generator: torch.Generator | None = None, inertia_radius: float = INERTIA_RADIUS) -> dict:
+        return losses(self.model, t, noise, kl_weight, inertia_weight, generator, inertia_radius)
 
 
 def draw_batch(items, seed: int, step: int, examples: range, config: ModelConfig, augment: bool = True,
@@ -215,12 +220,12 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
           save_every: int = 250, log_every: int = 25, hours: float | None = None, learning_rate: float = 3e-4,
           until: int | None = None, kl_weight: float = KL_WEIGHT, kl_warmup: int = 0, draw_workers: int = 1,
           pairs: str = "uniform", init: Path | None = None, compile_loss: bool = False,
-          inertia_weight: float = 0.0) -> Path:
+          inertia_weight: float = 0.0, inertia_radius: float = INERTIA_RADIUS) -> Path:
     """Train to ``steps`` (the learning-rate schedule's length); ``hours`` or ``until`` (a step) stop
     earlier, resumably; ``draw_workers`` processes draw the batches ahead; ``init`` a model file whose
     weights the run starts from (its config must be ``config``). Under ``torchrun``, each of
     its processes trains its share of every batch; ``compile_loss`` runs the loss through torch.compile;
-    ``inertia_weight`` weighs the inertia term (``inertia.py``; 0: none).
+    ``inertia_weight`` weighs the inertia term (``inertia.py``; 0: none), asked out to ``inertia_radius``.
     Returns the path of the model file."""
     if kl_warmup < 0:
         raise ValueError(f"kl_warmup must be 0 (no warm-up) or a number of steps, got {kl_warmup}")
@@ -228,6 +233,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         raise ValueError(f"draw_workers must be at least 1 (drawing in this process), got {draw_workers}")
     if inertia_weight < 0:
         raise ValueError(f"inertia_weight must be 0 (no inertia term) or positive, got {inertia_weight}")
+    if not inertia_radius > 0:
+        raise ValueError(f"inertia_radius must be positive (prior standard deviations), got {inertia_radius}")
     if pairs not in PAIRS:
         raise ValueError(f"pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
     processes = Processes.from_environment()
@@ -252,7 +259,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             raise ValueError(f"{checkpoint} was trained with another config: {payload['config']}")
         for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0),
                                      ("pairs", pairs, "uniform"), ("init", init and init.name, None),
-                                     ("inertia_weight", inertia_weight, 0.0)):
+                                     ("inertia_weight", inertia_weight, 0.0),
+                                     ("inertia_radius", inertia_radius, INERTIA_RADIUS)):
             if payload["about"].get(name, default) != value:
                 raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
         _check_same_shards(checkpoint, payload["about"].get("shards"), shards)
@@ -285,7 +293,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
                 "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name,
-                "inertia_weight": inertia_weight, "shards": shards}
+                "inertia_weight": inertia_weight, "inertia_radius": inertia_radius, "shards": shards}
 
     def save(path: Path, **state) -> None:  # the weights, and beside them what they were trained on
         stamp = about()
@@ -306,7 +314,7 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
             weight = kl_weight * min(1.0, (step + 1) / kl_warmup) if kl_warmup else kl_weight
             noise = posterior_noise(seed, step, share, (config.tokens, config.channels)).to(device)
             values = loss(batch_tensors(model, next(drawn), device), noise, weight, inertia_weight,
-                          inertia_generator(seed, step, share))
+                          inertia_generator(seed, step, share), inertia_radius)
             optimizer.zero_grad()
             values["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -407,6 +415,8 @@ def main():
                         help="start from this model file's weights and config (a fine-tune)")
     parser.add_argument("--inertia-weight", type=float, default=0.0,
                         help="weight of the inertia term (training/inertia.py) against the reconstruction; 0: none")
+    parser.add_argument("--inertia-radius", type=float, default=INERTIA_RADIUS,
+                        help="prior standard deviations out to which the inertia term asks (past the calibrated wall)")
     parser.add_argument("--learning-rate", type=float, default=3e-4, help="peak of the cosine schedule")
     parser.add_argument("--compile", action="store_true",
                         help="run the loss through torch.compile (fused kernels after a compile of a minute or two)")
@@ -421,7 +431,7 @@ def main():
     train(a.corpus, a.out, a.steps, a.batch, a.seed, a.device, config, log_every=a.log_every,
           hours=a.hours, until=a.until, kl_weight=a.kl_weight, kl_warmup=a.kl_warmup, draw_workers=a.draw_workers,
           pairs=a.pairs, init=a.init, learning_rate=a.learning_rate, compile_loss=a.compile,
-          inertia_weight=a.inertia_weight)
+          inertia_weight=a.inertia_weight, inertia_radius=a.inertia_radius)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def test_the_deformation_part_takes_out_exactly_the_rigid_motion():
     assert torch.allclose(deformation_part(field + rigid, points), kept, atol=1e-8)
 
 
-def test_training_with_the_inertia_term_logs_it_and_a_resume_must_keep_its_weight(tmp_path):
+def test_training_with_the_inertia_term_logs_it_and_a_resume_must_keep_its_weight_and_radius(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
@@ -78,8 +78,14 @@ def test_training_with_the_inertia_term_logs_it_and_a_resume_must_keep_its_weigh
     with pytest.raises(ValueError, match="inertia_weight must be"):
         train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, inertia_weight=-1.0)
     train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=1, inertia_weight=10.0, until=1)
+    with pytest.raises(ValueError, match="inertia_radius must be"):
+        train(corpus, tmp_path / "other", steps=2, batch=2, seed=0, device="cpu", config=TINY, inertia_weight=1.0,
+              inertia_radius=0.0)
     with pytest.raises(ValueError, match="inertia_weight"):
         train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=1)
+    with pytest.raises(ValueError, match="inertia_radius"):
+        train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=1, inertia_weight=10.0,
+              inertia_radius=12.0)
     train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=1, inertia_weight=10.0)
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
