@@ -2,7 +2,7 @@
 
 The solver moves a body on z = mu_cond + A^T s (``reduction.py``) with the latent mass matrix
 M_ss(s) = J(s)^T m J(s), J = dy/ds, and lets s roam out to its wall |s| = S (``neural.wall_radius``,
-8 to 9 prior standard deviations). A decoder trained long on large deformations flattens somewhere
+8 to 10 prior standard deviations). A decoder trained long on large deformations flattens somewhere
 inside that ball: along some direction that moves the body at rest, J(s) v falls towards zero, that
 direction loses its inertia, and a load along it (a spin's centrifugal pull) drives s at thousands of
 standard deviations a second (``benchmarks.latent_folds``, docs/model.md). The solver's default map
@@ -31,7 +31,7 @@ from neurok_blender.core.model import NeuROKModel
 KEEP = 0.5  # of a direction's rest inertia kept anywhere inside RADIUS
 RADIUS = 9.0  # prior standard deviations (default): past the wall S = sqrt(k) + margin the weights are calibrated to
 SKETCH = 16  # cotangents of the range finder: the solver's active subspace holds 3 to 16 directions
-EXAMPLES = 4  # of the batch's first examples carry the term (it costs about a step of the network each)
+EXAMPLES = 4  # of the batch's first examples carry the term (each costs about five examples' reconstruction)
 MOVING = 0.1  # of the mean rest inertia: a direction below it hardly moves the body (the solver floors it)
 STEP = 0.05  # h, prior standard deviations
 QUERY_STRIDE = 8  # every eighth query point (they lie part by part in farthest-point order)
@@ -40,7 +40,7 @@ QUERY_STRIDE = 8  # every eighth query point (they lie part by part in farthest-
 @torch.compiler.disable  # the range finder differentiates inside the loss: run eagerly under torch.compile
 def inertia_loss(model: NeuROKModel, prior_mean: torch.Tensor, tokens: torch.Tensor, query_features: torch.Tensor,
                  queries: torch.Tensor, generator: torch.Generator, radius: float = RADIUS) -> torch.Tensor:
-    """R (above), averaged over the batch, for priors ``prior_mean`` (B, L, c), shape tokens (B, L, w)
+    """R (above), averaged over the batch's first EXAMPLES examples, for priors ``prior_mean`` (B, L, c), shape tokens (B, L, w)
     query features (B, Q, f) and query points (B, Q, 3); differentiable in the model's weights. ``generator`` (CPU) draws the
     sketch, the directions and the points' distances from the prior mean, up to ``radius``."""
     prior_mean, tokens = prior_mean[:EXAMPLES], tokens[:EXAMPLES]
@@ -63,14 +63,14 @@ def inertia_loss(model: NeuROKModel, prior_mean: torch.Tensor, tokens: torch.Ten
     basis = torch.linalg.qr(pulled.flatten(2).transpose(1, 2)).Q.transpose(1, 2).unflatten(-1, latent_shape)
     u = torch.einsum("bsl,bs->bl", basis.flatten(2), draw(batch, SKETCH))  # (B, L c), then unit
     u = (u / u.norm(dim=-1, keepdim=True)).unflatten(-1, latent_shape)[:, None]
-    radius = radius * torch.rand((batch, 1, 1, 1), generator=generator).to(device=device, dtype=dtype)
+    distance = radius * torch.rand((batch, 1, 1, 1), generator=generator).to(device=device, dtype=dtype)
     rest = prior_mean.detach()[:, None]
-    centres = torch.cat([rest, rest + STEP * u, rest - STEP * u, prior_mean[:, None] + radius * u], 1)
+    centres = torch.cat([rest, rest + STEP * u, rest - STEP * u, prior_mean[:, None] + distance * u], 1)
     probes = centres[:, :, None] + STEP * torch.cat([torch.zeros_like(basis[:, :1]), basis], 1)[:, None]
     t = displacements(probes.flatten(1, 2)).unflatten(1, probes.shape[1:3])  # (B, centre, 1 + SKETCH, Q', 3)
     columns = deformation_part((t[:, :, 1:] - t[:, :, :1]) / STEP, points[:, None, None])  # J b_i, rigid part out
     at_rest, ahead, behind, network = columns.unbind(1)
-    expanded = at_rest + radius * (ahead - behind) / (2 * STEP)  # the quadratic expansion's J at r u
+    expanded = at_rest + distance * (ahead - behind) / (2 * STEP)  # the quadratic expansion's J at r u
 
     def inertia(j):  # (B, SKETCH, SKETCH): J^T J over the query points
         return torch.einsum("bsqi,brqi->bsr", j, j) / j.shape[-2]
