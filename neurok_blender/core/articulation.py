@@ -120,7 +120,11 @@ def match_parts(y: torch.Tensor, rest: torch.Tensor, masses: torch.Tensor, parts
     weight = masses / part_mass[:, parts]
     arms = rest - per_part(weight[..., None] * rest)[:, parts]
     moved = y - per_part(weight[..., None] * y)[:, parts]
-    u, singular, vh = torch.linalg.svd(per_part(masses[..., None, None] * moved[..., :, None] * arms[..., None, :]))
+    covariance = per_part(masses[..., None, None] * moved[..., :, None] * arms[..., None, :])
+    # a diverging step's non-finite points: the SVD would raise, so those parts turn by I and the NaN
+    # stays in their residual, where the rollout's finiteness check finds it and redoes the frame
+    broken = ~torch.isfinite(covariance).all(-1).all(-1)
+    u, singular, vh = torch.linalg.svd(torch.where(broken[..., None, None], torch.eye(3, dtype=y.dtype), covariance))
     signs = torch.ones_like(singular)
     signs[..., 2] = torch.linalg.det(u @ vh).sign()
     rotation = (u * signs[..., None, :]) @ vh

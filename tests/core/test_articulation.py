@@ -38,6 +38,19 @@ def test_a_part_moved_rigidly_by_any_angle_costs_nothing_and_one_stretched_costs
     np.testing.assert_allclose(float(match_parts(stretched, rest, masses, parts, 2).energy), expected, rtol=1e-12)
 
 
+def test_a_non_finite_point_gives_a_non_finite_cost_for_the_rollout_to_catch_not_an_error():
+    """A diverging step can leave a NaN among the points; the frame is then redone with more steps,
+    which needs the cost to say so (NaN), not the SVD to raise."""
+    rest, masses, parts = two_parts()
+    broken = rest.clone()
+    broken[0, 0] = float("nan")  # in part 0
+    matched = match_parts(broken, rest, masses, parts, 2)
+    assert not torch.isfinite(matched.energy).any()
+    assert torch.isfinite(matched.residual[0, parts == 1]).all()  # the other part is matched as ever
+    np.testing.assert_allclose(matched.residual[0, parts == 1], match_parts(rest, rest, masses, parts, 2).residual[0, parts == 1],
+                               atol=1e-12)
+
+
 def test_the_gradient_is_the_residual_and_the_hessian_the_energy_s_own():
     """dE/2/dy = m u (envelope theorem) and matching_hessian with J = 1 is d2(E/2)/dy2, checked by
     central differences at a shape both turned and bent."""
