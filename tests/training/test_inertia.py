@@ -6,9 +6,7 @@ import json
 import pytest
 import torch
 
-from tests.training.test_train import TINY
-from training.corpus.articulated import sample_articulated
-from training.corpus.shards import write_shard
+from tests.training.test_train import TINY, tiny_corpus
 from training.inertia import RADIUS, deformation_part, inertia_loss
 from training.train import train
 
@@ -70,10 +68,7 @@ def test_the_deformation_part_takes_out_exactly_the_rigid_motion():
 
 
 def test_training_with_the_inertia_term_logs_it_and_a_resume_must_keep_its_weight_and_radius(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     out = tmp_path / "run"
     with pytest.raises(ValueError, match="inertia_weight must be"):
         train(corpus, out, steps=2, batch=2, seed=0, device="cpu", config=TINY, inertia_weight=-1.0)

@@ -21,6 +21,16 @@ TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, dec
                    encoder_points=128, queries=32)
 
 
+def tiny_corpus(root: Path, training: int = 2) -> Path:
+    """root/corpus: ``training`` articulated training sequences and one held out, a shard each."""
+    corpus = root / "corpus"
+    corpus.mkdir()
+    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(training)],
+                (0, training), "t")
+    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    return corpus
+
+
 def test_rigid_alignment_recovers_a_rotation_and_the_example_removes_it():
     rng = np.random.default_rng(0)
     points = rng.normal(size=(30, 3))
@@ -54,20 +64,14 @@ def test_pairs_by_change_draw_the_frames_that_change_shape_and_a_resume_must_kee
         assert abs((drawn >= 30).mean() - share) < 0.03
     with pytest.raises(ValueError, match="pairs must be one of"):
         draw_pair(item, rng, "most")
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     train(corpus, tmp_path / "run", steps=4, batch=2, seed=0, device="cpu", config=TINY, pairs="by-change", until=2)
     with pytest.raises(ValueError, match="pairs"):
         train(corpus, tmp_path / "run", steps=4, batch=2, seed=0, device="cpu", config=TINY)
 
 
 def test_training_logs_saves_and_resumes_exactly_with_batches_drawn_here_or_by_worker_processes(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(3)], (0, 3), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path, 3)
     whole = train(corpus, tmp_path / "whole", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2)
     train(corpus, tmp_path / "parts", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2, until=4)
     resumed = train(corpus, tmp_path / "parts", steps=6, batch=2, seed=0, device="cpu", config=TINY, log_every=2,
@@ -82,10 +86,7 @@ def test_training_logs_saves_and_resumes_exactly_with_batches_drawn_here_or_by_w
 
 
 def test_a_fine_tune_starts_from_the_weights_it_is_given_and_a_resume_must_keep_them(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     base = train(corpus, tmp_path / "base", steps=2, batch=2, seed=0, device="cpu", config=TINY)
     still = train(corpus, tmp_path / "tune", steps=1, batch=2, seed=1, device="cpu", config=TINY, init=base,
                   learning_rate=0.0)  # no step taken: the weights it started from
@@ -101,10 +102,7 @@ def test_a_fine_tune_starts_from_the_weights_it_is_given_and_a_resume_must_keep_
 def test_a_resume_must_find_the_shards_it_trained_on(tmp_path):
     """The run lists its shards in OUT/manifest.json; another shard in the corpus would change every
     later batch, so the resume is refused and says which."""
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     train(corpus, tmp_path / "run", steps=2, until=1, batch=2, seed=0, device="cpu", config=TINY)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert sorted(manifest["shards"]) == ["articulated-heldout-00000.npz", "articulated-train-00000.npz"]
@@ -118,10 +116,7 @@ def test_a_resume_must_find_the_shards_it_trained_on(tmp_path):
 
 
 def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     out = tmp_path / "run"
     train(corpus, out, steps=4, batch=2, seed=0, device="cpu", config=TINY, log_every=1, kl_weight=2.0, kl_warmup=4,
           until=2)
@@ -138,10 +133,7 @@ def test_kl_warmup_ramps_the_weight_and_a_resume_must_keep_it(tmp_path):
 def test_torchrun_trains_data_parallel_like_one_process_and_its_checkpoint_resumes_alone(tmp_path, monkeypatch):
     """Two processes under torchrun (gloo on the CPU) train the same batches as one: the same logged
     losses, steps and schedule; a checkpoint they leave resumes in one process."""
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(3)], (0, 3), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path, 3)
     alone = train(corpus, tmp_path / "alone", steps=4, batch=4, seed=0, device="cpu", config=TINY, log_every=1)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                "-m", "training.train", str(corpus), str(tmp_path / "two"), "--steps", "4", "--batch", "4",
@@ -168,10 +160,7 @@ def test_heldout_error_gives_a_runs_logged_figure_for_its_saved_weights(tmp_path
     from training.heldout_error import heldout_error
     from training.train import load_corpus
 
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    write_shard(corpus / "articulated-train-00000.npz", [sample_articulated(s, "train") for s in range(2)], (0, 2), "t")
-    write_shard(corpus / "articulated-heldout-00000.npz", [sample_articulated(0, "heldout")], (0, 1), "t")
+    corpus = tiny_corpus(tmp_path)
     train(corpus, tmp_path / "run", steps=2, batch=2, seed=0, device="cpu", config=TINY, log_every=2)
     logged = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[-1])["heldout_vertex_error"]
     error, still = heldout_error(tmp_path / "run" / "neurok.pt", load_corpus(corpus, "heldout"))
