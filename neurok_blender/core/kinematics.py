@@ -97,6 +97,16 @@ class KinematicMap:
         """World positions (B, P, 3) at q of the material points attached as ``name``."""
         raise NotImplementedError
 
+    def frame(self, q, name: str):
+        """What ``draw`` needs of the points ``name`` at q, kept while the map moves on (``recenter``):
+        here their positions (B, P, 3), drawn now. A map that draws many frames in one pass keeps what
+        it needs of q instead (``NeuralBodyMap``)."""
+        return self.embed(q, name)
+
+    def draw(self, frames: list, name: str) -> torch.Tensor:
+        """World positions (F, B, P, 3) of the points ``name`` at F ``frame``s."""
+        return torch.stack(frames)
+
     def jacobian(self, q, name, index=None):
         """x (B, P, 3) and J = dx/dq (B, P, 3, n), one jvp per coordinate direction; with ``index``
         (B, I), those of each body's points index[b] alone, (B, I, 3) and (B, I, 3, n)."""

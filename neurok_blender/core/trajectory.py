@@ -12,6 +12,7 @@ from .integrators import ADAPTIVE, IMPLICIT_RAYLEIGH, advance
 from .options import AUTO
 
 OUTPUT = "output"  # the map's point set drawn every frame (rollout's output_points)
+DRAWN_POINTS = 2**18  # points a pass of the map's drawing takes at most, all its frames together (Drawing)
 
 MIN_SUBSTEPS = 4
 # Under ``auto`` a frame that starts clear of every surface and turns faster than FLIGHT_SPIN runs RK4
@@ -325,9 +326,41 @@ class Run:
 
     @torch.inference_mode()
     def row(self):
-        """The current frame as recorded: (q, q_dot, output points, energies, pose)."""
+        """The current frame as recorded: (q, q_dot, energies, pose); its points are drawn by ``Drawing``."""
         pose = {k: v.clone() for k, v in self.system.map.pose(self.q).items()}
-        return self.q.clone(), self.q_dot.clone(), self.positions(), dict(self.energy), pose
+        return self.q.clone(), self.q_dot.clone(), dict(self.energy), pose
+
+
+class Drawing:
+    """A run's frames of the points ``name``, drawn by the map (``KinematicMap.frame``, ``draw``) in
+    passes of at most DRAWN_POINTS points, frame after frame as the run keeps them: a frame repeated
+    unchanged (a sleeping body) is drawn once."""
+
+    def __init__(self, kmap, name: str, points: int):
+        self.map, self.name = kmap, name
+        self.per_pass = max(1, DRAWN_POINTS // max(points, 1))
+        self.pending, self.drawn, self.shown, self.last = [], [], [], None
+
+    @torch.inference_mode()
+    def keep(self, q) -> None:
+        """The frame at q, as the map stands now."""
+        if q is not self.last:
+            self.pending.append(self.map.frame(q, self.name))
+            self.last = q
+            if len(self.pending) == self.per_pass:
+                self._pass()
+        self.shown.append(sum(len(d) for d in self.drawn) + len(self.pending) - 1)
+
+    def _pass(self) -> None:
+        self.drawn.append(self.map.draw(self.pending, self.name).to(torch.float32))
+        self.pending = []
+
+    @torch.inference_mode()
+    def points(self) -> torch.Tensor:
+        """(F, B, P, 3) float32, one row per frame kept."""
+        if self.pending:
+            self._pass()
+        return torch.cat(self.drawn)[self.shown]
 
 
 def rollout(
@@ -348,23 +381,26 @@ def rollout(
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
     run = Run(system, q0, q_dot0, fps, method, output_points, substeps, sleep)
+    drawing = Drawing(system.map, OUTPUT, output_points.shape[0] * output_points.shape[1])
     rows, steps = [run.row()], 0
+    drawing.keep(run.q)
     for frame in range(1, frames):
         run.advance()
         rows.append(run.row())
+        drawing.keep(run.q)
         steps += run.steps
         if progress is not None and progress(frame, frames - 1) is False:
             raise SimulationCancelled(f"cancelled at frame {frame} of {frames - 1}")
 
-    energy = {k: torch.stack([r[3][k] for r in rows]).numpy() for k in rows[0][3]}
+    energy = {k: torch.stack([r[2][k] for r in rows]).numpy() for k in rows[0][2]}
     energy["total"] = _stored(energy)
     energy["balance"] = energy["total"] - energy["load_work"] + energy["dissipated"] - energy["total"][0]
     return Trajectory(
         times=np.arange(frames) * (1.0 / fps),
         coordinates=torch.stack([r[0] for r in rows]).numpy(),
         velocities=torch.stack([r[1] for r in rows]).numpy(),
-        pose={k: torch.stack([r[4][k] for r in rows]).numpy() for k in rows[0][4]},
-        points=torch.stack([r[2] for r in rows]).numpy(),
+        pose={k: torch.stack([r[3][k] for r in rows]).numpy() for k in rows[0][3]},
+        points=drawing.points().numpy(),
         energy=energy,
         substeps=run.substeps,
         method=run.method,

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from neurok_blender.core import Environment, LagrangianSystem, rollout
+from neurok_blender.core import trajectory as trajectory_module
 from neurok_blender.core.articulation import find_joints
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.kinematics import MASS, KinematicMap
@@ -14,6 +15,7 @@ from neurok_blender.core.neural import MASS_FLOOR, NeuralBodyMap, NeuralBodyStac
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.surface import sample_surface
+from neurok_blender.core.trajectory import Run
 
 from shapes import hinged_boxes
 
@@ -152,6 +154,25 @@ def test_without_gravity_or_damping_the_energy_stays(body):
     assert trajectory.energy["potential"][:, 0].max() > 0.5 * total[0]
     # rk4's own error: measured 1.1e-5 of the total at 4 substeps (both expansions), 5.5e-4 at 1
     assert np.abs(total - total[0]).max() < 1e-4 * total[0]
+
+
+def test_a_rollout_draws_its_frames_in_passes_as_each_frame_drew_alone(monkeypatch):
+    kmap, vertices = make_body("quadratic")
+    system = LagrangianSystem(kmap, Environment(gravity=torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)))
+    q0 = kmap.rest_coordinates()
+    q_dot0 = torch.tensor([[0.0, 0.0, 1.0, 20.0, -5.0, 10.0, 2.0, -1.0, 1.5]], dtype=torch.float64)  # spun: recentered
+    drawn = torch.as_tensor(vertices, dtype=torch.float64)[None]
+    monkeypatch.setattr(trajectory_module, "DRAWN_POINTS", 2 * drawn.shape[1])  # passes of two frames
+    start = kmap.snapshot()  # the rollout turns the map's reference orientation
+    points = rollout(system, q0, q_dot0, 5, 24.0, "rk4", drawn, substeps=4).points
+    kmap.restore(start)  # the same start again
+    run = Run(system, q0, q_dot0, 24.0, "rk4", drawn, substeps=4)
+    alone = [run.positions().clone()]
+    for _ in range(4):
+        run.advance()
+        alone.append(run.positions().clone())
+    np.testing.assert_allclose(points, torch.stack(alone).numpy(), atol=1e-6)
+    assert np.abs(points[-1] - points[0]).max() > 0.05  # it turned and moved
 
 
 def test_the_quadratic_expansion_agrees_with_the_network_to_second_order():
