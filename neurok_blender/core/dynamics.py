@@ -374,6 +374,20 @@ class LagrangianSystem:
             self._acted = (q, self.map.jacobian(q, ACTING))
         return self._acted[1]
 
+    def recenter(self, q, q_dot):
+        """The map's change of chart (``KinematicMap.recenter``), the acting points' x and J at q carried
+        over to it rather than made anew: x stays, and so do J's columns of the translation and of
+        the learned coordinates, the world rotation R = R_ref exp(theta) being the same in either
+        chart; at theta = 0 the rotation's are dx/dtheta_k = R_ref (e_k x r) = (R_ref e_k) x (x - p),
+        with the new R_ref."""
+        moved, moving = self.map.recenter(q, q_dot)
+        if moved is not q and self._acted is not None and self._acted[0] is q:
+            x, jacobian = self._acted[1]
+            axes = self.map.pose(moved)["rotation"].transpose(1, 2)[:, None]  # (B, 1, 3, 3): row k is R_ref e_k
+            turning = torch.linalg.cross(axes, (x - moved[:, None, :3])[:, :, None], dim=-1).transpose(2, 3)
+            self._acted = (moved, (x, torch.cat([jacobian[..., :3], turning, jacobian[..., 6:]], -1)))
+        return moved, moving
+
     def _rotations(self, q):
         """Each body's world rotation (B, 3, 3) at q; the last one is kept, as the factor of M is: the
         planes, the push back and their energy ask about the same q within an evaluation."""

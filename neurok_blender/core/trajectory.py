@@ -449,6 +449,6 @@ def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt
         work, dissipated = work + dw, dissipated + dd + impact + system.map.flow(q)
         drift += system.map.chart_speed(q_dot) * h
         if drift > MAX_CHART_DRIFT or sub == steps - 1:
-            q, q_dot = system.map.recenter(q, q_dot)
+            q, q_dot = system.recenter(q, q_dot)
             drift = 0.0
     return q, q_dot, incoming, work, dissipated

@@ -7,12 +7,14 @@ import torch
 from neurok_blender.core import Environment, LagrangianSystem, rollout
 from neurok_blender.core import trajectory as trajectory_module
 from neurok_blender.core.articulation import find_joints
+from neurok_blender.core.dynamics import ACTING
 from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.kinematics import MASS, KinematicMap
 from neurok_blender.core.model import ModelConfig, NeuROKModel, prepare_shape, shape_tensors
 from neurok_blender.core.options import EXPANSIONS
 from neurok_blender.core.neural import MASS_FLOOR, NeuralBodyMap, NeuralBodyStack, inertia_floor
 from neurok_blender.core.reduction import active_subspace
+from neurok_blender.core.rigid import RigidBodyMap
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.surface import sample_surface
 from neurok_blender.core.trajectory import Run
@@ -173,6 +175,26 @@ def test_a_rollout_draws_its_frames_in_passes_as_each_frame_drew_alone(monkeypat
         alone.append(run.positions().clone())
     np.testing.assert_allclose(points, torch.stack(alone).numpy(), atol=1e-6)
     assert np.abs(points[-1] - points[0]).max() > 0.05  # it turned and moved
+
+
+@pytest.mark.parametrize("learned", [True, False])
+def test_a_change_of_chart_carries_the_acting_points_over(learned):
+    kmap = make_body("quadratic")[0] if learned else RigidBodyMap.from_meshes(
+        [box_mesh((0.6, 0.4, 0.2), corner=(-0.3, -0.2, 0.5))], [2.0], torch.float64)[0]
+    points = kmap.embed(kmap.rest_coordinates(), MASS)[:, :6]
+    system = LagrangianSystem(kmap, Environment(gravity=torch.zeros(3, dtype=torch.float64), contact_points=points,
+                                                contact_mass=torch.full((1, 6), 0.1, dtype=torch.float64)))
+    start = kmap.snapshot()
+    q = kmap.rest_coordinates() + torch.tensor([[0.1, -0.2, 0.05, 0.7, -0.4, 0.3] + [0.5, -0.4, 0.3][:kmap.n_dof - 6]],
+                                               dtype=torch.float64)
+    system.state(q, torch.ones_like(q))  # the acting points at q
+    moved, _ = system.recenter(q, torch.ones_like(q))
+    carried = system._acting(moved)
+    fresh = kmap.jacobian(moved, ACTING)
+    kmap.restore(start)
+    assert float(moved[0, 3:6].abs().max()) == 0.0  # a new chart
+    for a, b in zip(carried, fresh):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
 
 
 def test_the_quadratic_expansion_agrees_with_the_network_to_second_order():
