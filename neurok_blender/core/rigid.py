@@ -107,6 +107,9 @@ def posed_mass_terms(orientation, q, q_dot, masses, r, r_s=None, r_ss_dot=None) 
     m = masses[..., None]
     weighted = m * r
     first = weighted.sum(1)  # sum m r
+    # sum_i m r_i x u_i for vectors u (B, P, 3, c) as one product: [m r_i]x side by side (B, 3, 3P)
+    crossing = hat(weighted).transpose(1, 2).reshape(b, 3, 3 * count)
+    moment_of = lambda u: crossing @ u.reshape(b, 3 * count, -1)
     second = weighted.transpose(1, 2) @ r  # sum m r r^T
     eye = torch.eye(3, dtype=dtype).expand(b, 3, 3)
     velocity = nu.transpose(1, 2) + r @ spin.transpose(1, 2)  # g_i
@@ -124,7 +127,7 @@ def posed_mass_terms(orientation, q, q_dot, masses, r, r_s=None, r_ss_dot=None) 
         velocity = velocity + rdot
         weighted_columns = m[..., None] * r_s
         shift = weighted_columns.sum(1)  # sum m r_s
-        twist = torch.linalg.cross(weighted[..., None], r_s, dim=2).sum(1)  # sum m r x r_s
+        twist = moment_of(r_s)  # sum m r x r_s
         body_mass[0].append(shift)
         body_mass[1].append(twist)
         body_mass.append([shift.transpose(1, 2), twist.transpose(1, 2),
@@ -134,7 +137,7 @@ def posed_mass_terms(orientation, q, q_dot, masses, r, r_s=None, r_ss_dot=None) 
     frame[:, :3, :3] = rotation.transpose(1, 2)
     frame[:, 3:6, 3:6] = turn
     frame[:, 6:, 6:] = torch.eye(n - 6, dtype=dtype)
-    moments = torch.linalg.cross(weighted[:, :, None], torch.stack([accel, velocity], 2)).sum(1)  # sum m r x (a, g)
+    moments = moment_of(torch.stack([accel, velocity], -1)).transpose(1, 2)  # sum m r x (a, g)
     ma, mv = m * accel, m * velocity
     momentum = mv.sum(1)
     generalized = [ma.sum(1), moments[:, 0]]
