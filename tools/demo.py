@@ -60,7 +60,7 @@ def build_scene():
     s.velocity, s.angular_velocity, s.mass, s.friction = CRATE[1], CRATE[2], 10.0, 0.6
     s.category = "rigid"  # a wooden crate next to it
 
-    look_at_camera(scene, (0.0, -8.0, 2.6), (0.0, 0.4, 0.7), lens=30)
+    look_at_camera(scene, (-0.5, -6.0, 2.5), (-0.5, 0.5, 1.4), lens=38)  # close on the action
     sun_and_sky(scene, rotation=(0.7, 0.2, 0.6), energy=3.5)
     return [monkey, crate]
 
