@@ -39,7 +39,7 @@ PHASES = [
     ("the implicit solve (Newton, with the potential's Hessian)", 2, [("dynamics.py", "implicit_change")]),
     ("mass-matrix solves", 2, [("dynamics.py", "solve")]),
     ("energy checks", 1, [("dynamics.py", "energies")]),
-    ("decode the output vertices", 1, [("trajectory.py", "positions")]),
+    ("decode the output vertices", 1, [("trajectory.py", "keep"), ("trajectory.py", "points")]),
 ]
 
 
