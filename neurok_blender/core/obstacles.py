@@ -31,6 +31,8 @@ FAR = -1e30  # the offset of an inactive plane: no depth anywhere
 SLACK = 1e-3  # m: a point this much beyond its reach still gets its plane (the step's velocities change)
 FIELDS = ("normal", "offset", "velocity", "friction", "thickness", "owner", "corners", "weights")  # of Planes
 FACING = np.cos(np.radians(45))  # a point this square over a face's plane meets the face, not the edge round it
+SPANNED_CELLS = 64  # a collider triangle whose box covers more grid cells than this is a candidate everywhere
+LISTED_CELLS = 65536  # a query box of at most this many cells is looked up cell by cell, a larger one by a scan
 
 
 @dataclass
@@ -64,6 +66,61 @@ class BodySurfaces:
     thickness: float = 0.005  # m: the gap at which two bodies touch
 
 
+class TriangleGrid:
+    """Triangles binned on a uniform grid by their boxes, so that those near a box are found among the
+    few binned round it, not by testing every one: each triangle is listed in every cell its box
+    overlaps, the cell twice the median triangle's largest side (most lie in at most 8); one whose box
+    spans more than SPANNED_CELLS cells (a long sliver, or a collider swept far by its animation) is a
+    candidate for every query."""
+
+    def __init__(self, low: np.ndarray, high: np.ndarray):
+        """``low``, ``high`` (T, 3): each triangle's box, m."""
+        self.cell = max(2.0 * float(np.median((high - low).max(1))) if len(low) else 1.0, 1e-6)
+        self.origin = low.min(0) if len(low) else np.zeros(3)
+        first, last = self._cells(low), self._cells(high)
+        self.shape = (last.max(0) + 1) if len(low) else np.ones(3, np.int64)
+        spans = last - first + 1
+        counts = spans.prod(1)
+        self.everywhere = np.flatnonzero(counts > SPANNED_CELLS)
+        binned = np.flatnonzero(counts <= SPANNED_CELLS)
+        counts = counts[binned]
+        triangle = np.repeat(binned, counts)
+        local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # a cell's rank in its box
+        span = spans[triangle]
+        ijk = first[triangle] + np.stack([local // (span[:, 1] * span[:, 2]), local // span[:, 2] % span[:, 1],
+                                          local % span[:, 2]], -1)
+        keys = self._keys(ijk)
+        order = np.argsort(keys, kind="stable")
+        self.keys, starts = np.unique(keys[order], return_index=True)  # the occupied cells, sorted
+        self.starts = np.append(starts, len(order))  # cell u lists triangles[starts[u]:starts[u + 1]]
+        self.triangles = triangle[order]
+        self.occupied = np.stack(np.unravel_index(self.keys, self.shape), -1) if len(self.keys) else np.zeros((0, 3), np.int64)
+
+    def _cells(self, points):
+        return np.floor((points - self.origin) / self.cell).astype(np.int64)
+
+    def _keys(self, ijk):
+        return np.ravel_multi_index(ijk.T, self.shape) if len(ijk) else np.zeros(0, np.int64)
+
+    def near(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """The sorted triangles (indices) whose boxes may overlap the box [low, high] (3,): every one
+        that does, and some near it."""
+        first = np.maximum(self._cells(low), 0)
+        last = np.minimum(self._cells(high), self.shape - 1)
+        if (last < first).any():
+            return self.everywhere
+        spans = last - first + 1
+        if spans.prod() <= LISTED_CELLS:
+            grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)), indexing="ij"), -1)
+            wanted = self._keys(grid.reshape(-1, 3))
+            at = np.clip(np.searchsorted(self.keys, wanted), 0, max(len(self.keys) - 1, 0))
+            cells = at[self.keys[at] == wanted] if len(self.keys) else at[:0]
+        else:  # a box of many cells: scan the occupied ones
+            cells = np.flatnonzero(((self.occupied >= first) & (self.occupied <= last)).all(1))
+        lists = [self.triangles[a:b] for a, b in zip(self.starts[cells], self.starts[cells + 1])]
+        return np.unique(np.concatenate([self.everywhere] + lists))
+
+
 class Obstacles:
     """All colliders of a scene as one triangle soup, sampled at the simulation's frames (``fps``),
     and, in a scene of several bodies, the bodies' own surfaces (``bodies``)."""
@@ -87,34 +144,53 @@ class Obstacles:
         self.faces = np.concatenate(faces)
         self.fps = fps
         self.bodies = bodies
-        # each triangle's friction, thickness, closed, owner and corners' rows: the colliders' alone,
-        # then with the bodies' after them (``triangles``)
-        fixed = [(np.concatenate([[]] + friction), np.concatenate([[]] + thickness),
-                  np.concatenate([np.zeros(0, bool)] + closed), np.full(len(self.faces), -1), np.zeros_like(self.faces))]
-        for body, faces in enumerate([] if bodies is None else bodies.faces):
-            fixed.append((np.full(len(faces), bodies.friction[body]), np.full(len(faces), bodies.thickness),
-                          np.full(len(faces), bodies.closed[body]), np.full(len(faces), body), faces))
-        self._fixed = (fixed[0], tuple(np.concatenate(column) for column in zip(*fixed)))
+        # each triangle's friction, thickness, closed, owner and corners' rows: the colliders', then the
+        # bodies' (``triangles``)
+        self._fixed = (np.concatenate([[]] + friction), np.concatenate([[]] + thickness),
+                       np.concatenate([np.zeros(0, bool)] + closed), np.full(len(self.faces), -1), np.zeros_like(self.faces))
+        self._bodies_fixed = None if bodies is None else tuple(np.concatenate(column) for column in zip(*[
+            (np.full(len(faces), bodies.friction[body]), np.full(len(faces), bodies.thickness),
+             np.full(len(faces), bodies.closed[body]), np.full(len(faces), body), faces)
+            for body, faces in enumerate(bodies.faces)]))
         self._body_rows = None
+        # the colliders' triangles binned by where they ever are (the box of their corners' boxes over
+        # every frame), so that a step reads the few near its points whatever the colliders' size
+        low, high = self.positions.min(0)[self.faces].min(1), self.positions.max(0)[self.faces].max(1)
+        self.grid = TriangleGrid(low, high)
+        # m: how far beyond its points' travel a body looks for them
+        self.reach_out = (float(self._fixed[1].max()) if len(self.faces) else 0.0) + SLACK
 
-    def at(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """Vertex positions (V, 3) at time t and their velocities (``along_frames``)."""
-        positions, per_frame = along_frames(self.positions, t * self.fps)
+    def at(self, t: float, rows=None) -> tuple[np.ndarray, np.ndarray]:
+        """Vertex positions (V, 3) at time t and their velocities (``along_frames``); of the vertices
+        ``rows`` (an index array of any shape) alone, shaped as it is, given them."""
+        frames = self.positions if rows is None else _Picked(self.positions, rows)
+        positions, per_frame = along_frames(frames, t * self.fps)
         return positions, per_frame * self.fps
 
-    def triangles(self, t: float, surfaces=None):
-        """Every surface triangle at time t: corners (T, 3, 3), their velocities (T, 3, 3), and per
-        triangle its friction, thickness, whether its mesh is closed, its owner (-1: a collider, else the
-        body, from ``surfaces`` = the bodies' vertex positions and velocities (B, V, 3)) and its corners'
-        rows of the owner's vertices (T, 3) (0 for a collider)."""
-        positions, velocities = self.at(t)
-        colliders = (positions[self.faces], velocities[self.faces])
+    def triangles(self, t: float, surfaces=None, subset=None):
+        """Every surface triangle at time t, or of the colliders' the ``subset`` (indices) alone: corners
+        (T, 3, 3), their velocities (T, 3, 3), and per triangle its friction, thickness, whether its
+        mesh is closed, its owner (-1: a collider, else the body, from ``surfaces`` = the bodies'
+        vertex positions and velocities (B, V, 3)) and its corners' rows of the owner's vertices (T, 3)
+        (0 for a collider)."""
+        faces = self.faces if subset is None else self.faces[subset]
+        fixed = self._fixed if subset is None else tuple(column[subset] for column in self._fixed)
+        colliders = self.at(t, faces)
         if self.bodies is None or surfaces is None:
-            return (*colliders, *self._fixed[0])
+            return (*colliders, *fixed)
         where, moving = surfaces
         rows = self._rows(where.shape[1])  # the bodies' corners as rows of (B V, 3)
         return (np.concatenate([colliders[0], where.reshape(-1, 3)[rows]]),
-                np.concatenate([colliders[1], moving.reshape(-1, 3)[rows]]), *self._fixed[1])
+                np.concatenate([colliders[1], moving.reshape(-1, 3)[rows]]),
+                *(np.concatenate(pair) for pair in zip(fixed, self._bodies_fixed)))
+
+    def nearby(self, x: np.ndarray, v: np.ndarray, h: float) -> np.ndarray:
+        """The colliders' triangles (indices) that contact points x, v (B, C, 3) may meet within a
+        step h: those binned within each body's points' box grown by their travel 2 h |v| and the
+        thickest collider's thickness (a moving triangle is binned along its whole path)."""
+        grow = (2 * h * np.linalg.norm(v, axis=-1) + self.reach_out)[..., None]  # (B, C, 1)
+        return np.unique(np.concatenate([self.grid.everywhere] + [
+            self.grid.near((x[body] - grow[body]).min(0), (x[body] + grow[body]).max(0)) for body in range(x.shape[0])]))
 
     def _rows(self, vertices: int) -> np.ndarray:
         """The bodies' triangles' corners as rows of their stacked vertices (B V, 3), for ``vertices``
@@ -133,7 +209,8 @@ class Obstacles:
         and the surface's travel, or if it has gone past the surface of ``previous`` (the last step's
         planes, moved on to t with their surfaces)."""
         b, c, _ = x.shape
-        tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(t + 0.5 * h, surfaces)
+        tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(
+            t + 0.5 * h, surfaces, self.nearby(x, v, h))
         speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
         reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + (thickness.max() if len(thickness) else 0.0)
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
@@ -222,6 +299,19 @@ class Obstacles:
     def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
         """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
         return not self.planes(x, v, t, h, None, surfaces).active.any()
+
+
+class _Picked:
+    """Frames (K, V, 3) read at the rows ``rows`` alone, frame by frame as ``along_frames`` asks."""
+
+    def __init__(self, frames, rows):
+        self.frames, self.rows = frames, rows
+
+    def __len__(self):
+        return len(self.frames)
+
+    def __getitem__(self, k):
+        return self.frames[k][self.rows]
 
 
 def along_frames(frames, f: float):

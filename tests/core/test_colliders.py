@@ -9,7 +9,7 @@ import torch
 
 from neurok_blender.core import Collider, Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.mesh import fibonacci_sphere
-from neurok_blender.core.obstacles import Obstacles, closest_on_triangles
+from neurok_blender.core.obstacles import Obstacles, TriangleGrid, closest_on_triangles
 from shapes import box
 
 G = 9.81
@@ -29,6 +29,46 @@ def test_closest_points_on_triangles_are_the_nearest_of_a_dense_sampling():
     exact = np.linalg.norm(closest - p, axis=-1)
     assert (exact <= sampled + 1e-12).all()
     assert np.abs(exact - sampled).max() < 0.02  # the sampling's own spacing
+
+
+def test_the_grid_finds_every_triangle_whose_box_meets_a_box():
+    rng = np.random.default_rng(5)
+    low = rng.uniform(-1, 1, size=(3000, 3))
+    size = rng.exponential(0.02, size=(3000, 3))
+    size[:20] *= 100  # a few long ones, listed for every query
+    high = low + size
+    grid = TriangleGrid(low, high)
+    assert 0 < len(grid.everywhere) < 100
+    for _ in range(50):
+        centre, half = rng.uniform(-1.2, 1.2, 3), rng.exponential(0.1, 3)
+        found = set(grid.near(centre - half, centre + half))
+        meets = np.flatnonzero(((high >= centre - half) & (low <= centre + half)).all(1))
+        assert set(meets) <= found
+        assert len(found) < 3000 / 4 or half.max() > 0.3  # a small box reads few of them
+    far = grid.near(np.full(3, 5.0), np.full(3, 6.0))
+    assert set(far) == set(grid.everywhere)
+
+
+def test_planes_read_from_the_grid_are_those_of_every_triangle(monkeypatch):
+    rng = np.random.default_rng(6)
+    n = 40
+    xs = np.linspace(-1, 1, n + 1)
+    x, y = np.meshgrid(xs, xs)
+    terrain = np.stack([x.ravel(), y.ravel(), 0.05 * np.sin(3 * x.ravel()) * np.cos(2 * y.ravel())], -1)
+    i = (np.arange(n)[:, None] * (n + 1) + np.arange(n)[None]).ravel()
+    faces = np.concatenate([np.stack([i, i + 1, i + n + 2], -1), np.stack([i, i + n + 2, i + n + 1], -1)])
+    bv, bf = box((0.3, 0.3, 0.1), (0.2, -0.1, 0.0))
+    moving = np.stack([bv + [0.0, 0.0, 0.2 - 0.01 * k] for k in range(10)])  # a lid coming down
+    obstacles = Obstacles([Collider(terrain, faces, thickness=0.01), Collider(moving, bf, thickness=0.02)], 24.0)
+    # two bodies' points in balls of 0.15 m, one under the lid: each reads the grid round its own
+    points = np.array([[0.35, 0.05, 0.1], [-0.5, 0.4, 0.05]])[:, None] + 0.15 * fibonacci_sphere(64)[None]
+    velocity = rng.normal(0.0, 1.0, size=(2, 64, 3))
+    read = obstacles.planes(points, velocity, 0.1, 1 / 120, None)
+    monkeypatch.setattr(Obstacles, "nearby", lambda self, x, v, h: np.arange(len(self.faces)))
+    every = obstacles.planes(points, velocity, 0.1, 1 / 120, None)
+    assert read.active.sum() > 20
+    for field in ("normal", "offset", "velocity", "friction", "thickness", "owner"):
+        np.testing.assert_array_equal(getattr(read, field), getattr(every, field))
 
 
 def table(top=0.5, thickness=0.05, size=1.0):
