@@ -332,27 +332,32 @@ class Run:
 
 
 class Drawing:
-    """A run's frames of the points ``name``, drawn by the map (``KinematicMap.frame``, ``draw``) in
-    passes of at most DRAWN_POINTS points, frame after frame as the run keeps them: a frame repeated
-    unchanged (a sleeping body) is drawn once."""
+    """A run's ``frames`` frames of the points ``name`` (``batch`` bodies, ``points`` each), drawn by the
+    map (``KinematicMap.frame``, ``draw``) in passes of at most DRAWN_POINTS points as the run keeps
+    them, each pass written into the one array of all frames: a frame repeated unchanged (a sleeping
+    body) is copied from the one before, not drawn again."""
 
-    def __init__(self, kmap, name: str, points: int):
+    def __init__(self, kmap, name: str, frames: int, batch: int, points: int):
         self.map, self.name = kmap, name
-        self.per_pass = max(1, DRAWN_POINTS // max(points, 1))
-        self.pending, self.drawn, self.shown, self.last = [], [], [], None
+        self.per_pass = max(1, DRAWN_POINTS // max(batch * points, 1))
+        self.out = torch.empty(frames, batch, points, 3, dtype=torch.float32)
+        self.pending, self.repeated, self.kept, self.last = [], [], 0, None  # (frame, what draw needs)
 
     @torch.inference_mode()
     def keep(self, q) -> None:
-        """The frame at q, as the map stands now."""
-        if q is not self.last:
-            self.pending.append(self.map.frame(q, self.name))
+        """The next frame, at q, as the map stands now."""
+        if q is self.last:
+            self.repeated.append(self.kept)
+        else:
+            self.pending.append((self.kept, self.map.frame(q, self.name)))
             self.last = q
             if len(self.pending) == self.per_pass:
                 self._pass()
-        self.shown.append(sum(len(d) for d in self.drawn) + len(self.pending) - 1)
+        self.kept += 1
 
     def _pass(self) -> None:
-        self.drawn.append(self.map.draw(self.pending, self.name).to(torch.float32))
+        rows, frames = zip(*self.pending)
+        self.out[list(rows)] = self.map.draw(list(frames), self.name).to(torch.float32)
         self.pending = []
 
     @torch.inference_mode()
@@ -360,7 +365,9 @@ class Drawing:
         """(F, B, P, 3) float32, one row per frame kept."""
         if self.pending:
             self._pass()
-        return torch.cat(self.drawn)[self.shown]
+        for frame in self.repeated:  # in order: a run of repeats copies along it
+            self.out[frame] = self.out[frame - 1]
+        return self.out[:self.kept]
 
 
 def rollout(
@@ -381,7 +388,7 @@ def rollout(
     ``progress(done, total)`` is called after every frame; returning False cancels.
     """
     run = Run(system, q0, q_dot0, fps, method, output_points, substeps, sleep)
-    drawing = Drawing(system.map, OUTPUT, output_points.shape[0] * output_points.shape[1])
+    drawing = Drawing(system.map, OUTPUT, frames, *output_points.shape[:2])
     rows, steps = [run.row()], 0
     drawing.keep(run.q)
     for frame in range(1, frames):
