@@ -2,6 +2,7 @@
 
 import json
 import platform
+import time
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
@@ -13,6 +14,13 @@ def write_results(name: str, table: str, machine: str | None = None, **payload) 
     (RESULTS / f"{name}.json").write_text(
         json.dumps({"machine": machine or platform.platform(), **payload}, indent=1, default=str))
     (RESULTS / f"{name}.md").write_text(table + "\n")
+
+
+def timed(work):
+    """(what ``work()`` returned, the seconds it took)."""
+    began = time.perf_counter()
+    out = work()
+    return out, time.perf_counter() - began
 
 
 def results_name(stem: str, categories) -> str:

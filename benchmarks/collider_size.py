@@ -12,12 +12,11 @@ surface, whatever its size). Writes benchmarks/results/collider_size.{json,md}.
 """
 
 import argparse
-import time
 
 import numpy as np
 import torch
 
-from benchmarks import write_results
+from benchmarks import timed, write_results
 from benchmarks.neural_speed import sphere
 from neurok_blender.core import Collider, Conditions, NeuROK, simulate
 from neurok_blender.core.obstacles import Obstacles
@@ -43,16 +42,13 @@ def main():
     rows = []
     for side in a.sides:
         collider = Collider(*terrain(side))
-        began = time.perf_counter()
-        Obstacles([collider], 24.0)
-        read = time.perf_counter() - began
+        read = timed(lambda: Obstacles([collider], 24.0))[1]
         for category in ("rigid", "elastic"):
             conditions = Conditions(frames=48, ground_height=None, category=category, colliders=[collider])
             model = NeuROK.load() if category != "rigid" else None
-            began = time.perf_counter()
-            result = simulate(v, f, conditions, model=model)
+            result, seconds = timed(lambda: simulate(v, f, conditions, model=model))
             rows.append({"triangles": len(collider.faces), "category": category,
-                         "simulate_s": time.perf_counter() - began, "read_s": read, "steps": result.steps,
+                         "simulate_s": seconds, "read_s": read, "steps": result.steps,
                          "lowest_m": float(result.positions[-1][:, 2].min())})
             print(rows[-1], flush=True)
     lines = ["| triangles | category | Simulate (s) | reading the collider (s) | steps | lowest point at the end (m) |",

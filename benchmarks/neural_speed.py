@@ -16,13 +16,12 @@ Writes benchmarks/results/neural_speed.{json,md}.
 """
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from benchmarks import write_results
+from benchmarks import timed, write_results
 from training.shapes.solids import uv_sphere
 from neurok_blender.core import Conditions, NeuROK
 from neurok_blender.core.neural import DecoderMotions, QuadraticMotions
@@ -41,19 +40,12 @@ def sphere(vertices: int):
 
 
 def shortest(run, repeats: int = REPEATS):
-    """The least of ``repeats`` calls of ``run``, which returns (seconds it timed, ...) each; one call
-    when the first times SINGLE_RUN_S or longer."""
+    """The quickest of ``repeats`` calls of ``run``, which returns (..., seconds it timed) each; one
+    call when the first times SINGLE_RUN_S or longer."""
     runs = [run()]
-    while len(runs) < repeats and runs[0][0] < SINGLE_RUN_S:
+    while len(runs) < repeats and runs[0][-1] < SINGLE_RUN_S:
         runs.append(run())
-    return min(runs, key=lambda r: r[0])
-
-
-def timed(work):
-    """(seconds, result) of one call of ``work``."""
-    began = time.perf_counter()
-    result = work()
-    return time.perf_counter() - began, result
+    return min(runs, key=lambda r: r[-1])
 
 
 def time_neural(weights, v, f, frames: int) -> dict:
@@ -65,19 +57,15 @@ def time_neural(weights, v, f, frames: int) -> dict:
 
     def build():
         neurok = NeuROK.load(weights)
-        began = time.perf_counter()
-        report = neurok.body(v, f, conditions, "elastic")[1]
-        return time.perf_counter() - began, report
+        return timed(lambda: neurok.body(v, f, conditions, "elastic")[1])
 
     def click():
         neurok = NeuROK.load(weights)
-        began = time.perf_counter()
-        result = neurok.simulate(v, f, conditions)
-        return time.perf_counter() - began, neurok, result
+        return (neurok, *timed(lambda: neurok.simulate(v, f, conditions)))
 
-    body, report = shortest(build)
-    total, neurok, result = shortest(click)
-    again, _ = shortest(lambda: timed(lambda: neurok.simulate(v, f, conditions)))
+    report, body = shortest(build)
+    neurok, result, total = shortest(click)
+    _, again = shortest(lambda: timed(lambda: neurok.simulate(v, f, conditions)))
     return {"build_s": body, "simulate_s": total, "rollout_s": total - body, "again_s": again,
             "substeps": result.substeps, "steps_per_frame": result.steps / (frames - 1),
             "reduced_coordinates": report.reduced_coordinates,
@@ -88,7 +76,7 @@ def time_cloth(v, f, frames: int) -> float:
     from training.reference.cloth import simulate_cloth
 
     return shortest(lambda: timed(lambda: simulate_cloth(v, f, conditions=Conditions(frames=frames, fps=24.0,
-                                                                                       ground_height=0.0))))[0]
+                                                                                       ground_height=0.0))))[-1]
 
 
 def time_soft_body(v, f, frames: int) -> float:
@@ -117,7 +105,7 @@ def time_soft_body(v, f, frames: int) -> float:
         ground.modifiers.new("Collision", "COLLISION")
         return timed(lambda: [scene.frame_set(frame) for frame in range(1, frames + 1)])
 
-    return shortest(bake)[0]
+    return shortest(bake)[-1]
 
 
 def expansion_error(neurok: NeuROK, v, f, radii=(0.5, 1.0, 2.0, 3.0), directions: int = 8) -> dict:

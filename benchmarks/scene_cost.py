@@ -16,12 +16,11 @@ benchmarks/results/scene_cost.{json,md}.
 """
 
 import itertools
-import time
 
 import numpy as np
 import torch
 
-from benchmarks import write_results
+from benchmarks import timed, write_results
 from neurok_blender.core import Conditions, NeuROK, simulate, simulate_scene
 from neurok_blender.core.mesh import box_mesh, subdivided, winding_number
 from neurok_blender.core.obstacles import closest_on_triangles
@@ -48,12 +47,6 @@ def corners(count, layers=1):
 def apart(count):
     """Lowest corners of ``count`` boxes in rows of five, 0.5 m between neighbours: they never meet."""
     return [((SIZE + 0.5) * (i % 5), (SIZE + 0.5) * (i // 5), 0.05) for i in range(count)]
-
-
-def timed(work):
-    began = time.perf_counter()
-    out = work()
-    return out, time.perf_counter() - began
 
 
 def penetration(results, faces) -> float:

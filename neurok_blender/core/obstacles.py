@@ -189,8 +189,8 @@ class Obstacles:
         step h: those binned within each body's points' box grown by their travel 2 h |v| and the
         thickest collider's thickness (a moving triangle is binned along its whole path)."""
         grow = (2 * h * np.linalg.norm(v, axis=-1) + self.reach_out)[..., None]  # (B, C, 1)
-        return np.unique(np.concatenate([self.grid.everywhere] + [
-            self.grid.near((x[body] - grow[body]).min(0), (x[body] + grow[body]).max(0)) for body in range(x.shape[0])]))
+        return np.unique(np.concatenate([self.grid.near((x[body] - grow[body]).min(0), (x[body] + grow[body]).max(0))
+                                         for body in range(x.shape[0])]))
 
     def _rows(self, vertices: int) -> np.ndarray:
         """The bodies' triangles' corners as rows of their stacked vertices (B V, 3), for ``vertices``
