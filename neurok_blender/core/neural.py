@@ -100,7 +100,7 @@ from .rigid import posed_jacobian, posed_mass_terms
 from .rotation import body_angular_velocity, exp_so3
 from .skinning import (DRAWN_DTYPE, Skinning, channels, deform, displaced_by, dual_quaternion_moves, query_motions,
                        skinning)
-from .taylor import coefficients, differences_lanes
+from .taylor import coefficients, differences_lanes, first_order
 
 
 WALL_MARGIN = 2.5  # prior standard deviations beyond sqrt(k_q) where the wall takes over (weights without a calibrated one)
@@ -151,8 +151,8 @@ class QuadraticMotions:
     The full expansion is taken by finite differences of the network in float64 (``taylor``, its
     (k + 1)(k + 2) / 2 evaluations LANES at a time; the mixed second derivatives, one-sided, a few 1e-4
     off), far quicker than a nested forward mode, whose elementwise operations torch runs through
-    Python; the first order alone by forward mode in the weights' precision, which needs no float64
-    copy of the network. The dynamics are then exactly those of this polynomial map, whatever its
+    Python; the first order alone exactly by reverse mode (``taylor.first_order``) in the weights'
+    precision, which needs no float64 copy of the network. The dynamics are then exactly those of this polynomial map, whatever its
     rounding."""
 
     LANES = 64  # evaluations a batch: the decoder's activations of a batch stay under 100 MB
@@ -168,14 +168,8 @@ class QuadraticMotions:
             m0, first, second = coefficients(values, k)
         else:
             network = DecoderMotions(model, shape, subspace, next(model.parameters()).dtype)
-
-            def flat(s):  # (k,) -> (Q, 6)
-                return torch.cat(network(s[None]), -1)[0]
-
-            s0 = torch.zeros(k, dtype=network.basis.dtype)
-            with torch.no_grad():
-                m0 = flat(s0)
-            first, second = torch.func.jacfwd(flat)(s0), None  # (Q, 6, k)
+            m0, first = first_order(lambda s: torch.cat(network(s), -1), k, network.basis.dtype)
+            second = None
         self.queries = network.queries.to(dtype)
         self.m0, self.first = m0.to(dtype), first.to(dtype)
         self.second = None if second is None else second.to(dtype)  # (Q, 6, k, k)

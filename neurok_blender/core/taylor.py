@@ -16,6 +16,8 @@ derivative, a few 1e-4 of Z on the decoder (docs/benchmarks.md, "Speed"), agains
 that the quadratic itself misses at a prior standard deviation. Both orders of error are the same at
 a point and at its mirror image (the stencil lies in one block's coordinates), so a mirrored body's
 fields stay mirror-equivariant to rounding.
+
+The first order alone (``first_order``) is taken exactly, by reverse mode.
 """
 
 import torch
@@ -49,3 +51,19 @@ def coefficients(values: torch.Tensor, size: int, order: int = 2):
     mixed = (values[2 * k + 1:] - plus[i] - plus[j] + at_zero) / d**2
     second[i, j], second[j, i] = mixed, mixed
     return at_zero, first, second.movedim(0, -1).movedim(0, -1)
+
+
+def first_order(f, size: int, dtype):
+    """f(0) (...) and Y (..., size) at s = 0, exact to rounding, for ``f`` batched over rows (s
+    (B, size) -> (B, ...), row b a function of s[b] alone): reverse mode twice over ``size`` copies of
+    s = 0. With g_b = Y^T u_b (a backward pass whose graph is kept), d(g_b . e_b)/du_b = Y e_b.
+    Forward mode (``torch.func.jacfwd``) gives the same, but runs elementwise operations through
+    Python decompositions whose first use imports torch's compiler, about 2 s of a first Simulate."""
+    s = torch.zeros(size, size, dtype=dtype, requires_grad=True)
+    with torch.enable_grad():
+        values = f(s)
+        probe = torch.zeros_like(values, requires_grad=True)
+        # of scalars: a tensor of output gradients would import sympy (torch's shape checks), 0.6 s
+        (pulled,) = torch.autograd.grad((values * probe).sum(), s, create_graph=True)  # row b: Y^T u_b
+        (first,) = torch.autograd.grad((pulled * torch.eye(size, dtype=dtype)).sum(), probe)  # row b: Y e_b
+    return values[0].detach(), first.movedim(0, -1)

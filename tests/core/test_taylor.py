@@ -2,7 +2,7 @@
 
 import torch
 
-from neurok_blender.core.taylor import STEP, coefficients, differences_lanes
+from neurok_blender.core.taylor import STEP, coefficients, differences_lanes, first_order
 
 
 def polynomial(k, seed=0):
@@ -47,3 +47,12 @@ def test_the_first_order_alone_takes_two_lanes_a_coordinate():
     at_zero, y, z = coefficients(f(lanes), k, order=1)
     assert z is None
     assert (y - first).abs().max() < 10 * STEP**2
+
+
+def test_the_first_order_by_reverse_mode_is_exact():
+    """No truncation: Y of the cubic to rounding, where the differences are STEP^2 / 6 T_iii off."""
+    k = 4
+    f, c, first, _, _ = polynomial(k, seed=2)
+    at_zero, y = first_order(f, k, torch.float64)
+    torch.testing.assert_close(at_zero, c, rtol=0, atol=1e-15)
+    torch.testing.assert_close(y, first, rtol=0, atol=1e-13)
