@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import cross
+from .mesh import cross, triangle_areas
 from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
@@ -33,6 +33,7 @@ FIELDS = ("normal", "offset", "velocity", "friction", "thickness", "owner", "cor
 FACING = np.cos(np.radians(45))  # a point this square over a face's plane meets the face, not the edge round it
 SPANNED_CELLS = 64  # a collider triangle whose box covers more grid cells than this is a candidate everywhere
 LISTED_CELLS = 65536  # a query box of at most this many cells is looked up cell by cell, a larger one by a scan
+QUERY_CELLS = 512  # of the many small boxes of ``TriangleGrid.pairs``, one of more cells is looked up alone
 
 
 @dataclass
@@ -75,7 +76,8 @@ class TriangleGrid:
 
     def __init__(self, low: np.ndarray, high: np.ndarray):
         """``low``, ``high`` (T, 3): each triangle's box, m."""
-        self.cell = max(2.0 * float(np.median((high - low).max(1))) if len(low) else 1.0, 1e-6)
+        self.count = len(low)
+        self.cell = max(2.0 * float(np.median(_largest(high - low))) if len(low) else 1.0, 1e-6)
         self.origin = low.min(0) if len(low) else np.zeros(3)
         first, last = self._cells(low), self._cells(high)
         self.shape = (last.max(0) + 1) if len(low) else np.ones(3, np.int64)
@@ -83,42 +85,88 @@ class TriangleGrid:
         counts = spans.prod(1)
         self.everywhere = np.flatnonzero(counts > SPANNED_CELLS)
         binned = np.flatnonzero(counts <= SPANNED_CELLS)
-        counts = counts[binned]
-        triangle = np.repeat(binned, counts)
-        local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # a cell's rank in its box
-        span = spans[triangle]
-        ijk = first[triangle] + np.stack([local // (span[:, 1] * span[:, 2]), local // span[:, 2] % span[:, 1],
-                                          local % span[:, 2]], -1)
-        keys = self._keys(ijk)
-        order = np.argsort(keys, kind="stable")
-        self.keys, starts = np.unique(keys[order], return_index=True)  # the occupied cells, sorted
-        self.starts = np.append(starts, len(order))  # cell u lists triangles[starts[u]:starts[u + 1]]
-        self.triangles = triangle[order]
+        triangle, keys = self._cell_keys(first[binned], spans[binned])
+        order = np.argsort(keys, kind="stable")  # timsort: the keys come in long sorted runs
+        keys, self.triangles = keys[order], binned[triangle[order]]
+        new = np.flatnonzero(np.diff(keys, prepend=-1) != 0) if len(keys) else np.zeros(0, np.int64)
+        self.keys = keys[new]  # the occupied cells, sorted
+        self.starts = np.append(new, len(keys))  # cell u lists triangles[starts[u]:starts[u + 1]]
         self.occupied = np.stack(np.unravel_index(self.keys, self.shape), -1) if len(self.keys) else np.zeros((0, 3), np.int64)
 
     def _cells(self, points):
-        return np.floor((points - self.origin) / self.cell).astype(np.int64)
+        cells = np.subtract(points, self.origin)
+        cells /= self.cell
+        return np.floor(cells, out=cells).astype(np.int64)
 
     def _keys(self, ijk):
         return np.ravel_multi_index(ijk.T, self.shape) if len(ijk) else np.zeros(0, np.int64)
 
+    def _cell_keys(self, first, spans):
+        """Every cell of each box of cells (its first cell and spans (N, 3)): (the box's row, the
+        cell's key), built an axis at a time: the boxes' keys so far, then those one cell further on
+        for the boxes that span further, and so on (no division: most boxes span one or two cells)."""
+        small = np.int32 if max(int(np.prod(self.shape)), len(first)) < 2**31 else np.int64  # half the memory to touch
+        rows, keys = np.arange(len(first), dtype=small), self._keys(first).astype(small)
+        for axis, stride in enumerate((self.shape[1] * self.shape[2], self.shape[2], 1)):
+            span = spans[rows, axis]
+            further, grown_rows, grown_keys = np.arange(len(rows)), [rows], [keys]
+            for step in range(1, int(span.max(initial=1))):
+                further = further[span[further] > step]
+                grown_rows.append(rows[further])
+                grown_keys.append(keys[further] + step * stride)
+            rows, keys = np.concatenate(grown_rows), np.concatenate(grown_keys)
+        return rows, keys
+
+    def _box_cells(self, low, high):
+        """The first and last cells (N, 3) of boxes [low, high] clipped to the grid; outside it last < first."""
+        return np.maximum(self._cells(low), 0), np.minimum(self._cells(high), self.shape - 1)
+
+    def _listed(self, cells):
+        """The triangles of the cells (indices into ``keys``) and, for each, its cell's place in ``cells``."""
+        counts = self.starts[cells + 1] - self.starts[cells]
+        return self.triangles[np.repeat(self.starts[cells], counts) + _ranks(counts)], np.repeat(np.arange(len(cells)), counts)
+
     def near(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         """The sorted triangles (indices) whose boxes may overlap the box [low, high] (3,): every one
         that does, and some near it."""
-        first = np.maximum(self._cells(low), 0)
-        last = np.minimum(self._cells(high), self.shape - 1)
+        first, last = self._box_cells(low[None], high[None])
         if (last < first).any():
             return self.everywhere
         spans = last - first + 1
         if spans.prod() <= LISTED_CELLS:
-            grid = np.stack(np.meshgrid(*(np.arange(a, b + 1) for a, b in zip(first, last)), indexing="ij"), -1)
-            wanted = self._keys(grid.reshape(-1, 3))
-            at = np.clip(np.searchsorted(self.keys, wanted), 0, max(len(self.keys) - 1, 0))
-            cells = at[self.keys[at] == wanted] if len(self.keys) else at[:0]
+            cells = self._occupied(self._cell_keys(first, spans)[1])[1]
         else:  # a box of many cells: scan the occupied ones
             cells = np.flatnonzero(((self.occupied >= first) & (self.occupied <= last)).all(1))
-        lists = [self.triangles[a:b] for a, b in zip(self.starts[cells], self.starts[cells + 1])]
-        return np.unique(np.concatenate([self.everywhere] + lists))
+        return np.union1d(self.everywhere, self._listed(cells)[0])
+
+    def _occupied(self, keys):
+        """Which of the cell keys are occupied, and those cells (indices into ``keys``)."""
+        at = np.clip(np.searchsorted(self.keys, keys), 0, max(len(self.keys) - 1, 0))
+        found = self.keys[at] == keys if len(self.keys) else np.zeros(len(keys), bool)
+        return found, at[found]
+
+    def pairs(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(box, triangle) index pairs for boxes [low, high] (N, 3) each: every triangle whose box
+        meets a box, and some near it, each pair once, ordered by box, then triangle. A box of
+        more than QUERY_CELLS cells (a fast point's) is read as ``near`` reads one."""
+        first, last = self._box_cells(low, high)
+        spans = np.maximum(last - first + 1, 0)
+        cells = spans.prod(1)
+        small = np.flatnonzero((cells > 0) & (cells <= QUERY_CELLS))  # none: outside the grid
+        box, keys = self._cell_keys(first[small], spans[small])
+        found, at = self._occupied(keys)
+        triangles, listed = self._listed(at)
+        boxes = [small[box[found]][listed]]
+        triangles = [triangles]
+        for large in np.flatnonzero(cells > QUERY_CELLS):
+            near = self.near(low[large], high[large])
+            boxes.append(np.full(len(near), large))
+            triangles.append(near)
+        if len(self.everywhere):
+            boxes.append(np.repeat(np.arange(len(low)), len(self.everywhere)))
+            triangles.append(np.tile(self.everywhere, len(low)))
+        key = np.unique(np.concatenate(boxes) * max(self.count, 1) + np.concatenate(triangles))
+        return key // max(self.count, 1), key % max(self.count, 1)
 
 
 class Obstacles:
@@ -132,8 +180,7 @@ class Obstacles:
             positions = collider.frames()
             positions = np.concatenate([positions, np.repeat(positions[-1:], count - len(positions), 0)])
             tris = np.asarray(collider.faces, dtype=np.int64)
-            a, b, c = (positions[0][tris[:, k]] for k in range(3))
-            keep = np.linalg.norm(cross(b - a, c - a), axis=1) > 1e-12  # degenerate triangles have no plane
+            keep = triangle_areas(positions[0], tris) > 0.5e-12  # degenerate triangles have no plane
             soups.append(positions)
             faces.append(tris[keep] + offset)
             friction.append(np.full(keep.sum(), collider.friction))
@@ -155,10 +202,13 @@ class Obstacles:
         self._body_rows = None
         # the colliders' triangles binned by where they ever are (the box of their corners' boxes over
         # every frame), so that a step reads the few near its points whatever the colliders' size
-        low, high = self.positions.min(0)[self.faces].min(1), self.positions.max(0)[self.faces].max(1)
-        self.grid = TriangleGrid(low, high)
-        # m: how far beyond its points' travel a body looks for them
+        lowest, highest = self.positions.min(0).T.copy(), self.positions.max(0).T.copy()  # (3, V) over every frame
+        self.grid = TriangleGrid(np.stack([_lowest(row, self.faces) for row in lowest], -1),
+                                 np.stack([_highest(row, self.faces) for row in highest], -1))
+        # m: how far beyond its points' travel a body looks for them, and m/s: the colliders' fastest vertex
         self.reach_out = (float(self._fixed[1].max()) if len(self.faces) else 0.0) + SLACK
+        moves = zip(self.positions[:-1], self.positions[1:]) if self.positions.shape[1] else ()  # frame by frame: no (F, V, 3) copy
+        self.top_speed = max((float(np.abs(after - before).max()) for before, after in moves), default=0.0) * fps
 
     def at(self, t: float, rows=None) -> tuple[np.ndarray, np.ndarray]:
         """Vertex positions (V, 3) at time t and their velocities (``along_frames``); of the vertices
@@ -184,13 +234,14 @@ class Obstacles:
                 np.concatenate([colliders[1], moving.reshape(-1, 3)[rows]]),
                 *(np.concatenate(pair) for pair in zip(fixed, self._bodies_fixed)))
 
-    def nearby(self, x: np.ndarray, v: np.ndarray, h: float) -> np.ndarray:
-        """The colliders' triangles (indices) that contact points x, v (B, C, 3) may meet within a
-        step h: those binned within each body's points' box grown by their travel 2 h |v| and the
+    def nearby(self, x: np.ndarray, v: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+        """(point, triangle) pairs of contact points x, v (B, C, 3), indexed as x.reshape(-1, 3), and
+        the colliders' triangles they may meet within a step h: those binned round each point's box
+        grown by its travel and theirs, 2 h (|v| + the fastest collider vertex's speed), and the
         thickest collider's thickness (a moving triangle is binned along its whole path)."""
-        grow = (2 * h * np.linalg.norm(v, axis=-1) + self.reach_out)[..., None]  # (B, C, 1)
-        return np.unique(np.concatenate([self.grid.near((x[body] - grow[body]).min(0), (x[body] + grow[body]).max(0))
-                                         for body in range(x.shape[0])]))
+        grow = (2 * h * (np.linalg.norm(v, axis=-1) + self.top_speed) + self.reach_out).reshape(-1, 1)
+        points = x.reshape(-1, 3)
+        return self.grid.pairs(points - grow, points + grow)
 
     def _rows(self, vertices: int) -> np.ndarray:
         """The bodies' triangles' corners as rows of their stacked vertices (B V, 3), for ``vertices``
@@ -209,15 +260,16 @@ class Obstacles:
         and the surface's travel, or if it has gone past the surface of ``previous`` (the last step's
         planes, moved on to t with their surfaces)."""
         b, c, _ = x.shape
-        tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(
-            t + 0.5 * h, surfaces, self.nearby(x, v, h))
+        near_rows, near_triangles = self.nearby(x, v, h)
+        subset, near_cols = np.unique(near_triangles, return_inverse=True)
+        tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(t + 0.5 * h, surfaces, subset)
         speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
         reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + (thickness.max() if len(thickness) else 0.0)
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
                         np.zeros((b, c)), np.zeros((b, c)), np.full((b, c), -1), np.zeros((b, c, 3), np.int64),
                         np.zeros((b, c, 3)))
         points, radius = x.reshape(-1, 3), reach.reshape(-1)
-        rows, cols = self._near(x, reach, tri, owner)
+        rows, cols = self._near(x, reach, tri, owner, near_rows, near_cols)
         if len(rows):
             closest, weights = closest_on_triangles(points[rows], *tri[cols].transpose(1, 0, 2))
             gap = points[rows] - closest
@@ -270,31 +322,33 @@ class Obstacles:
         return planes
 
     @staticmethod
-    def _near(x, reach, tri, owner):
-        """(point, triangle) pairs whose bounding boxes, the point's grown by its reach, overlap: first
-        the triangles near each body's points as a whole (not its own), then each point against those.
-        Points are indexed as x.reshape(-1, 3)."""
+    def _near(x, reach, tri, owner, rows, cols):
+        """(point, triangle) pairs whose bounding boxes, the point's grown by its reach, overlap, ordered
+        by point, then triangle (points indexed as x.reshape(-1, 3)): of the colliders' candidate pairs
+        ``rows``, ``cols``, and of the bodies' triangles (owner >= 0) first those near each body's points
+        as a whole (not its own), then each point against those."""
         low = np.minimum(np.minimum(tri[:, 0], tri[:, 1]), tri[:, 2])  # elementwise: tri.min(1) reduces a strided axis slowly
         high = np.maximum(np.maximum(tri[:, 0], tri[:, 1]), tri[:, 2])
-        low_axes, high_axes = low.T.copy(), high.T.copy()  # (3, T): a contiguous row per axis
-        rows, cols = [], []
-        for body in range(x.shape[0]):
+        points, radius = x.reshape(-1, 3), reach.reshape(-1, 1)
+        meets = ((points[rows] >= low[cols] - radius[rows]) & (points[rows] <= high[cols] + radius[rows])).all(1)
+        rows, cols = [rows[meets]], [cols[meets]]
+        surfaces = np.flatnonzero(owner >= 0)
+        low_axes, high_axes = low[surfaces].T.copy(), high[surfaces].T.copy()  # (3, T): a contiguous row per axis
+        for body in range(x.shape[0] if len(surfaces) else 0):
             grow = reach[body][:, None]
             below, above = (x[body] - grow).min(0), (x[body] + grow).max(0)
-            around = owner != body  # a body does not collide with itself
+            around = owner[surfaces] != body  # a body does not collide with itself
             for axis in range(3):
                 around &= (high_axes[axis] >= below[axis]) & (low_axes[axis] <= above[axis])
-            candidates = np.flatnonzero(around)
-            if not len(candidates):
-                continue
+            candidates = surfaces[around]
             near = ((x[body][:, None] >= low[candidates][None] - grow[..., None]) &
                     (x[body][:, None] <= high[candidates][None] + grow[..., None])).all(-1)
             point, index = np.nonzero(near)
             rows.append(point + body * x.shape[1])
             cols.append(candidates[index])
-        if not rows:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(rows), np.concatenate(cols)
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        order = np.lexsort((cols, rows))
+        return rows[order], cols[order]
 
     def clear(self, x: np.ndarray, v: np.ndarray, t: float, h: float, surfaces=None) -> bool:
         """Whether no contact point x, v (B, C, 3) can reach a surface within [t, t + h]."""
@@ -361,6 +415,25 @@ def _vertex(i, n):
     w = np.zeros((n, 3))
     w[:, i] = 1.0
     return w
+
+
+def _lowest(values, faces):
+    """Each triangle's least of its corners' values (V,) -> (T,), elementwise over the corners."""
+    return np.minimum(np.minimum(values[faces[:, 0]], values[faces[:, 1]]), values[faces[:, 2]])
+
+
+def _highest(values, faces):
+    return np.maximum(np.maximum(values[faces[:, 0]], values[faces[:, 1]]), values[faces[:, 2]])
+
+
+def _ranks(counts):
+    """0, 1, ..., count - 1 for each count in turn: a row's copies' ranks after np.repeat(rows, counts)."""
+    return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def _largest(sides):
+    """Each row's largest of its three values (N, 3), elementwise: max(1) reduces a strided axis slowly."""
+    return np.maximum(np.maximum(sides[:, 0], sides[:, 1]), sides[:, 2])
 
 
 def _unit(vectors):

@@ -49,6 +49,31 @@ def test_the_grid_finds_every_triangle_whose_box_meets_a_box():
     assert set(far) == set(grid.everywhere)
 
 
+def test_the_grid_pairs_many_small_boxes_with_every_triangle_each_meets():
+    """Contact points' boxes, small ones and a few fast points' large ones (read alone), and some
+    outside the grid: every (box, triangle) whose boxes meet is a pair, once, in order, and a small
+    box reads few triangles."""
+    rng = np.random.default_rng(7)
+    low = rng.uniform(-1, 1, size=(3000, 3))
+    size = rng.exponential(0.02, size=(3000, 3))
+    size[:20] *= 100
+    high = low + size
+    grid = TriangleGrid(low, high)
+    centre = rng.uniform(-1.3, 1.3, size=(400, 3))
+    half = rng.exponential(0.03, size=(400, 3))
+    half[:5] = 0.6  # more cells than a small box's QUERY_CELLS
+    centre[5:10] = 9.0  # far outside: the everywhere-listed ones only
+    boxes, triangles = grid.pairs(centre - half, centre + half)
+    meets = ((high[None] >= (centre - half)[:, None]) & (low[None] <= (centre + half)[:, None])).all(-1)
+    found = np.zeros_like(meets)
+    found[boxes, triangles] = True
+    assert (found >= meets).all()
+    assert (np.diff(boxes * len(low) + triangles) > 0).all()  # each pair once, by box, then triangle
+    for far in range(5, 10):
+        assert set(triangles[boxes == far]) == set(grid.everywhere)
+    assert np.median(found[10:].sum(1)) < 100
+
+
 def test_planes_read_from_the_grid_are_those_of_every_triangle(monkeypatch):
     rng = np.random.default_rng(6)
     n = 40
@@ -64,7 +89,8 @@ def test_planes_read_from_the_grid_are_those_of_every_triangle(monkeypatch):
     points = np.array([[0.35, 0.05, 0.1], [-0.5, 0.4, 0.05]])[:, None] + 0.15 * fibonacci_sphere(64)[None]
     velocity = rng.normal(0.0, 1.0, size=(2, 64, 3))
     read = obstacles.planes(points, velocity, 0.1, 1 / 120, None)
-    monkeypatch.setattr(Obstacles, "nearby", lambda self, x, v, h: np.arange(len(self.faces)))
+    monkeypatch.setattr(Obstacles, "nearby", lambda self, x, v, h: (np.repeat(np.arange(x.size // 3), len(self.faces)),
+                                                                     np.tile(np.arange(len(self.faces)), x.size // 3)))
     every = obstacles.planes(points, velocity, 0.1, 1 / 120, None)
     assert read.active.sum() > 20
     for field in ("normal", "offset", "velocity", "friction", "thickness", "owner"):
