@@ -10,7 +10,6 @@ a force evaluation a step.
 """
 
 import torch
-from torchdiffeq import odeint
 
 from .dynamics import LagrangianSystem
 from .options import AUTO, INTEGRATORS
@@ -44,6 +43,8 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
     if method not in STEPPERS:
         raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(STEPPERS)} "
                          f"({AUTO!r} is chosen among them by the rollout)")
+
+    from torchdiffeq import odeint  # here: it brings scipy.integrate, 0.17 s of a first Simulate that runs none of its methods
 
     def rhs(t, y):
         qq, vv, _, _ = y

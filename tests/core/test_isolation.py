@@ -23,13 +23,14 @@ def test_the_options_import_without_torch():
 
 
 def test_a_first_simulate_does_not_load_torchs_compiler():
-    """torch.func's forward mode imports torch._dynamo on first use, and a tensor of output gradients
-    sympy: about 2 s of the first Simulate in a Blender session. No step of a build or a run needs them."""
+    """torch.func's forward mode imports torch._dynamo on first use, a tensor of output gradients
+    sympy, and torchdiffeq scipy.integrate: about 2 s of the first Simulate in a Blender session. No
+    step of a build or of a run by the default integrator needs them."""
     code = ("import sys; from neurok_blender.core import Conditions, Force, NeuROK\n"
             "from neurok_blender.core.mesh import box_mesh, subdivided\n"
             "v, f = subdivided(*box_mesh((0.3, 0.3, 0.3), (0.0, 0.0, 0.1)))\n"
             "NeuROK.load().simulate(v, f, Conditions(frames=6, category='elastic', forces=[Force((0, 0, 20), vertices=[0])]))\n"
-            "print(sorted({'torch._dynamo', 'sympy'} & set(sys.modules)))")
+            "print(sorted({'torch._dynamo', 'sympy', 'torchdiffeq'} & set(sys.modules)))")
     assert _run(code) == "[]"
 
 
