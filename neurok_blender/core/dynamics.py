@@ -66,6 +66,7 @@ class Environment:
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
+    support_points: torch.Tensor | None = None  # (B, K, 3) rest vertices of the surface's hull (LagrangianSystem._ground_lift)
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
     surface_points: torch.Tensor | None = None  # (B, V, 3) rest mesh vertices the other bodies meet (obstacles.bodies)
@@ -136,7 +137,8 @@ class LagrangianSystem:
             # other bodies meet these every step: a learned map gives them its quadratic field, as it
             # gives the contact points, unless there are too many for its (V, 3, k, k) table
             kinematic_map.attach(SURFACE, env.surface_points, output=env.surface_points.shape[1] > SURFACE_FIELD_LIMIT)
-        self._ground = self._ground_planes()  # the ground's planes, the same every step
+        self._support = self._support_offsets(env)  # the surface's hull and the contact samples, body frame
+        self._ground = self._ground_planes()  # the ground's planes, raised by _ground_lift each step
         self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
@@ -165,14 +167,55 @@ class LagrangianSystem:
         # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
         self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
 
-    def _ground_planes(self):
-        """The ground as one plane under every contact point, or None without a ground."""
+    def _ground_planes(self, lift=None):
+        """The ground as one plane under every contact point, raised by ``lift`` (B,) m, or None without a
+        ground."""
         if self.env.ground_height is None or not self.n_contact:
             return None
         b, c, dtype = self.contact_points.shape[0], self.n_contact, self.contact_points.dtype
+        height = self.env.ground_height if lift is None else self.env.ground_height + lift
         return ContactPlanes(torch.tensor([0.0, 0.0, 1.0], dtype=dtype).expand(b, c, 3),
-                             self.env.ground_height[:, None].expand(b, c), torch.zeros(b, c, 3, dtype=dtype),
+                             height[:, None].expand(b, c), torch.zeros(b, c, 3, dtype=dtype),
                              self.per_body["friction"][:, None].expand(b, c), torch.full((b, c), -1), 1)
+
+    def _support_offsets(self, env):
+        """The surface's hull points and the contact samples at rest as body-frame offsets R^T (x - p),
+        (B, K, 3) and (B, C, 3); None without a ground, support points or a body frame."""
+        if env.support_points is None or self.env.ground_height is None or not self.n_contact:
+            return None
+        rest = self.map.rest_coordinates()
+        rotation = self.map.pose(rest).get("rotation")
+        if rotation is None:
+            return None
+        origin = rest[:, None, :3]
+        return tuple((points.to(rest.dtype) - origin) @ rotation for points in (env.support_points, self.contact_points))
+
+    def _ground_lift(self, q):
+        """How far (B,) m the ground rises under each body to meet its surface rather than the hull of
+        its contact samples: h_S(d) - h_P(d) with d = R^T (0, 0, -1) the way down in the body frame, h_S
+        the support max_k d . r_k of the surface's hull points and h_P that of the samples, both at
+        rest (the gap is the samples' hull's own; a deformation moves the two alike). A ball of 128
+        samples would otherwise rest on the facet of three of them, up to 2-3 % of its diameter sunk
+        into the ground, and roll from one facet over the next edge like a polygon."""
+        if self._support is None:
+            return torch.zeros(q.shape[0], dtype=q.dtype)
+        down = -self._rotations(q)[:, 2, :, None]  # (B, 3, 1): R^T e_z is R's third row
+        surface, samples = self._support
+        return ((surface @ down).amax((1, 2)) - (samples @ down).amax((1, 2))).clamp(min=0.0)
+
+    def _lift_ground(self, q):
+        """Raise the ground by ``_ground_lift`` at q for the step; returns the change (B,) J of its springs'
+        energy 1/2 sum k w_i (h + lift - z_i)+^2 at q that this makes, booked as work (as a moving
+        collider's)."""
+        lift, was = self._ground_lift(q), self._ground.offset[:, 0] - self.env.ground_height
+        if torch.equal(lift, was):
+            return torch.zeros_like(lift)
+        z = self._acting(q)[0][:, :self.n_contact, 2]
+        spring = 0.5 * self.per_body["contact_stiffness"][:, None] * self.contact_mass
+        energy = lambda raised: (spring * (self.env.ground_height[:, None] + raised[:, None] - z).clamp(min=0.0) ** 2).sum(-1)
+        self._ground = self._ground_planes(lift)
+        self.planes = self._combined_planes()
+        return energy(lift) - energy(was)
 
     def _collider_contact(self, planes: Planes) -> ContactPlanes:
         """obstacles.Planes as contact planes, each pair's friction sqrt(mu_body mu_collider)."""
@@ -292,6 +335,8 @@ class LagrangianSystem:
         self.active_loads = self.load_vectors * on[..., None]
         jump = torch.zeros(self.contact_points.shape[0], dtype=self.contact_points.dtype)
         self.clock = t0
+        if self._support is not None and q is not None:
+            jump = self._lift_ground(q)
         if self.obstacles is None or q is None:
             return jump
         x, v = self._contact_motion(q, q_dot)
@@ -703,7 +748,8 @@ class LagrangianSystem:
         x, v = self._contact_motion(q, q_dot)
         if self.env.ground_height is not None:
             drop = (-v[..., 2]).clamp(min=0.0) * span + 0.5 * max(0.0, -float(self.gravity[2])) * span**2
-            if not bool((x[..., 2] - self.env.ground_height[:, None] >= 2 * drop + SLACK).all()):
+            ground = self.env.ground_height + self._ground_lift(q)
+            if not bool((x[..., 2] - ground[:, None] >= 2 * drop + SLACK).all()):
                 return False
         if self.obstacles is None:
             return True

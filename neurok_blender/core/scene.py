@@ -231,6 +231,7 @@ def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment
         torch.cat([_per_body(torch.inf if i is None else i, dtype) for i in impacts]),
         friction_regularization=envs[0].friction_regularization, pin_stiffness=envs[0].pin_stiffness,
         contact_points=contact, contact_mass=contact_mass, pin_points=pins, pin_mass=pin_mass,
+        support_points=None if any(e.support_points is None for e in envs) else _padded([e.support_points for e in envs]),
         pin_path=_pin_paths(envs), pin_fps=envs[0].pin_fps,
         load_points=loads, load_vectors=vectors, load_windows=windows, obstacles=obstacles,
         surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]))

@@ -20,7 +20,7 @@ from .dynamics import Environment, LagrangianSystem
 from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
-from .mesh import check_mesh, contact_samples
+from .mesh import check_mesh, contact_samples, support_samples
 from .mirror import find_mirrors
 from .obstacles import Obstacles
 from .options import Conditions
@@ -217,6 +217,7 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         impact_restitution=conditions.restitution,
         drag=conditions.drag,
         contact_points=tensor(contact, 3),
+        support_points=tensor(vertices[support_samples(vertices)], 3),
         contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),
         pin_points=tensor(pins, 3),
         pin_mass=torch.full((1, len(pins)), conditions.mass / max(len(pins), 1), dtype=DTYPE),
