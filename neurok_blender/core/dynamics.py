@@ -37,6 +37,9 @@ OVERDAMPED = 3.0
 # steps resolve (trajectory.Run) and whose rigid body's speed away is capped at every step (restitute);
 # a slower bounce rises at most IMPACT_SPEED^2 / 2 g = 2 mm
 IMPACT_SPEED = 0.2
+# m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
+# body rocking at rest would otherwise take the work of a change too small to matter at every step
+LIFT_STEP = 1e-6
 RESOLVED_PHASE = math.pi  # omega h of the contact's spring up to which a step resolves it (trapezoidal)
 NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
@@ -208,7 +211,7 @@ class LagrangianSystem:
         energy 1/2 sum k w_i (h + lift - z_i)+^2 at q that this makes, booked as work (as a moving
         collider's)."""
         lift, was = self._ground_lift(q), self._ground.offset[:, 0] - self.env.ground_height
-        if torch.equal(lift, was):
+        if bool(((lift - was).abs() < LIFT_STEP).all()):
             return torch.zeros_like(lift)
         z = self._acting(q)[0][:, :self.n_contact, 2]
         spring = 0.5 * self.per_body["contact_stiffness"][:, None] * self.contact_mass
