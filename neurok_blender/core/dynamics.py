@@ -199,7 +199,7 @@ class LagrangianSystem:
         the support max_k d . r_k of the surface's hull points and h_P that of the samples, both at
         rest (the gap is the samples' hull's own; a deformation moves the two alike). A ball of 128
         samples would otherwise rest on the facet of three of them, up to 2-3 % of its diameter sunk
-        into the ground, and roll from one facet over the next edge like a polygon."""
+        into the ground."""
         if self._support is None:
             return torch.zeros(q.shape[0], dtype=q.dtype)
         down = -self._rotations(q)[:, 2, :, None]  # (B, 3, 1): R^T e_z is R's third row
@@ -229,20 +229,21 @@ class LagrangianSystem:
                              torch.as_tensor(planes.owner), 1)
 
     def snapshot(self):
-        """What a step changes besides (q, q_dot): the map's state, the colliders' planes and where the
-        bodies' surfaces were (``restore``)."""
+        """What a step changes besides (q, q_dot): the map's state, the ground's and the colliders' planes
+        and where the bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
-            self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, self._meeting
+            self._ground, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
+            self._meeting
 
     def restore(self, snapshot) -> None:
-        state, planes, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
-            self._meeting = snapshot
+        state, planes, self._ground, self._surfaces, self._carried, self._owner_shape, self._started, \
+            self._impact_normal, self._meeting = snapshot
         self.map.restore(state)
         # the rotations and points of the same q differ with the map's restored orientation
         self._posed = self._state = self._acted = None
         if self.obstacles is not None:
             self._collider_planes = planes
-            self.planes = self._combined_planes()
+        self.planes = self._combined_planes()
 
     def _combined_planes(self):
         ground = self._ground
