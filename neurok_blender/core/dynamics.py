@@ -69,7 +69,7 @@ class Environment:
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
-    support_points: torch.Tensor | None = None  # (B, K, 3) rest vertices of the surface's hull (LagrangianSystem._ground_lift)
+    support_points: torch.Tensor | None = None  # (B, K, 3) rest vertices of the surface's hull (_ground_lift)
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
     surface_points: torch.Tensor | None = None  # (B, V, 3) rest mesh vertices the other bodies meet (obstacles.bodies)
@@ -184,14 +184,15 @@ class LagrangianSystem:
     def _support_offsets(self, env):
         """The surface's hull points and the contact samples at rest as body-frame offsets R^T (x - p),
         (B, K, 3) and (B, C, 3); None without a ground, support points or a body frame."""
-        if env.support_points is None or self.env.ground_height is None or not self.n_contact:
+        if env.support_points is None or env.ground_height is None or not self.n_contact:
             return None
         rest = self.map.rest_coordinates()
         rotation = self.map.pose(rest).get("rotation")
         if rotation is None:
             return None
         origin = rest[:, None, :3]
-        return tuple((points.to(rest.dtype) - origin) @ rotation for points in (env.support_points, self.contact_points))
+        return tuple((points.to(rest.dtype) - origin) @ rotation
+                     for points in (env.support_points, self.contact_points))
 
     def _ground_lift(self, q):
         """How far (B,) m the ground rises under each body to meet its surface rather than the hull of
@@ -208,14 +209,15 @@ class LagrangianSystem:
 
     def _lift_ground(self, q):
         """Raise the ground by ``_ground_lift`` at q for the step; returns the change (B,) J of its springs'
-        energy 1/2 sum k w_i (h + lift - z_i)+^2 at q that this makes, booked as work (as a moving
-        collider's)."""
+        energy 1/2 sum k w_i (h + lift - z_i)+^2 at q that this makes (the ground's slot of
+        ``_contact_energy``, whose other slots it leaves alone), booked as work (as a moving collider's)."""
         lift, was = self._ground_lift(q), self._ground.offset[:, 0] - self.env.ground_height
         if bool(((lift - was).abs() < LIFT_STEP).all()):
             return torch.zeros_like(lift)
         z = self._acting(q)[0][:, :self.n_contact, 2]
         spring = 0.5 * self.per_body["contact_stiffness"][:, None] * self.contact_mass
-        energy = lambda raised: (spring * (self.env.ground_height[:, None] + raised[:, None] - z).clamp(min=0.0) ** 2).sum(-1)
+        height = self.env.ground_height[:, None]
+        energy = lambda raised: (spring * (height + raised[:, None] - z).clamp(min=0.0) ** 2).sum(-1)
         self._ground = self._ground_planes(lift)
         self.planes = self._combined_planes()
         return energy(lift) - energy(was)

@@ -44,7 +44,7 @@ def advance(system: LagrangianSystem, q, q_dot, t0: float, t1: float, method: st
         raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(STEPPERS)} "
                          f"({AUTO!r} is chosen among them by the rollout)")
 
-    from torchdiffeq import odeint  # here: it brings scipy.integrate, 0.17 s of a first Simulate that runs none of its methods
+    from torchdiffeq import odeint  # here: it brings scipy.integrate, 0.17 s of a Simulate that uses none of it
 
     def rhs(t, y):
         qq, vv, _, _ = y

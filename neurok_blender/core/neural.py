@@ -152,8 +152,8 @@ class QuadraticMotions:
     (k + 1)(k + 2) / 2 evaluations LANES at a time; the mixed second derivatives, one-sided, a few 1e-4
     off), far quicker than a nested forward mode, whose elementwise operations torch runs through
     Python; the first order alone exactly by reverse mode (``taylor.first_order``) in the weights'
-    precision, which needs no float64 copy of the network. The dynamics are then exactly those of this polynomial map, whatever its
-    rounding."""
+    precision, which needs no float64 copy of the network. The dynamics are then exactly those of this
+    polynomial map, whatever its rounding."""
 
     LANES = 64  # evaluations a batch: the decoder's activations of a batch stay under 100 MB
 
