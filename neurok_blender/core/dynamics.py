@@ -20,6 +20,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
+from .mesh import SUPPORT_SMOOTHING, fibonacci_sphere
 from .obstacles import FAR, SLACK, Obstacles, Planes, along_frames
 from .rotation import body_angular_velocity, hat, right_jacobian
 
@@ -40,6 +41,16 @@ IMPACT_SPEED = 0.2
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
 LIFT_STEP = 1e-6
+# A round rigid body's support point (Environment.support_contact) rests with this share of its mass:
+# on it alone a ball sinks g / (SUPPORT_SHARE k) (0.4 mm on the stiff floor), and its spring rings at
+# sqrt(k) at most wherever the point moves along the normal with a quarter of the mass or more
+SUPPORT_SHARE = 0.25
+# A round rigid body's rolling resistance: lever a of this share of its size (c_rr = a / r = 1 % for
+# a ball), regularized at SUPPORT_ROLLING_SLIP at the lever's end, so that it holds a ball still, as
+# Coulomb friction holds, where a ball rolling free of the polygon of its samples kept any nudge its
+# landing gave it and wandered off
+SUPPORT_ROLLING = 3e-3
+SUPPORT_ROLLING_SLIP = 1e-5  # m/s
 RESOLVED_PHASE = math.pi  # omega h of the contact's spring up to which a step resolves it (trapezoidal)
 NEWTON_ITERATIONS = 8  # of an implicit step's contact at most
 # relative size of the last correction of the velocity change at which they stop: Newton's method
@@ -65,11 +76,14 @@ class Environment:
     impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
     contact_stiffness: torch.Tensor | float = 1e5  # s^-2: per unit mass, spread over the contact points
     friction_regularization: float = 0.001  # m/s: below this slip friction ramps to zero (a push under mu N creeps)
-    rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (a yielding footprint)
+    rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (rolling_resistance)
+    rolling_regularization: torch.Tensor | float = 0.001  # m/s at the lever's end: below it the torque ramps to 0
     drag: torch.Tensor | float = 0.0  # 1/s: linear air drag per unit mass
     damping: torch.Tensor | float = 0.0  # 1/s: mass-proportional Rayleigh rate, deformation only
     contact_points: torch.Tensor | None = None  # (B, C, 3) rest positions
     support_points: torch.Tensor | None = None  # (B, K, 3) rest vertices of the surface's hull (_ground_lift)
+    support_weights: torch.Tensor | None = None  # (B, K) their shares of the directions (mesh.convex_hull), 0 = padding
+    support_contact: torch.Tensor | None = None  # (B,) bool: contact point 0 is the support point (_place_support)
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
     surface_points: torch.Tensor | None = None  # (B, V, 3) rest mesh vertices the other bodies meet (obstacles.bodies)
@@ -120,7 +134,8 @@ class LagrangianSystem:
         self.masses = kinematic_map.masses
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
-                         ("friction", "restitution", "drag", "damping", "rolling_lever", "contact_stiffness")}
+                         ("friction", "restitution", "drag", "damping", "rolling_lever", "rolling_regularization",
+                          "contact_stiffness")}
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self.pair_forces = None  # set by forces
@@ -141,6 +156,13 @@ class LagrangianSystem:
             # gives the contact points, unless there are too many for its (V, 3, k, k) table
             kinematic_map.attach(SURFACE, env.surface_points, output=env.surface_points.shape[1] > SURFACE_FIELD_LIMIT)
         self._support = self._support_offsets(env)  # the surface's hull and the contact samples, body frame
+        self.support_contact = None  # (B,) bool: contact point 0 is the lowest point of the body (_place_support)
+        if self._support is not None and env.support_contact is not None and bool(env.support_contact.any()):
+            self.support_contact = env.support_contact
+            hull = self._support[0]
+            self._smoothing = SUPPORT_SMOOTHING * (hull.amax(1) - hull.amin(1)).norm(dim=-1)  # tau (B,)
+            self._log_shares = torch.log(env.support_weights.to(dtype))  # -inf: padding
+            self._rounding = self._support_rounding()
         self._ground = self._ground_planes()  # the ground's planes, raised by _ground_lift each step
         self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
@@ -200,12 +222,13 @@ class LagrangianSystem:
         the support max_k d . r_k of the surface's hull points and h_P that of the samples, both at
         rest (the gap is the samples' hull's own; a deformation moves the two alike). A ball of 128
         samples would otherwise rest on the facet of three of them, up to 2-3 % of its diameter sunk
-        into the ground."""
+        into the ground. A body with a support point (``_place_support``) meets the ground there: 0."""
         if self._support is None:
             return torch.zeros(q.shape[0], dtype=q.dtype)
         down = -self._rotations(q)[:, 2, :, None]  # (B, 3, 1): R^T e_z is R's third row
         surface, samples = self._support
-        return ((surface @ down).amax((1, 2)) - (samples @ down).amax((1, 2))).clamp(min=0.0)
+        lift = ((surface @ down).amax((1, 2)) - (samples @ down).amax((1, 2))).clamp(min=0.0)
+        return lift if self.support_contact is None else torch.where(self.support_contact, 0.0, lift)
 
     def _lift_ground(self, q):
         """Raise the ground by ``_ground_lift`` at q for the step; returns the change (B,) J of its springs'
@@ -422,8 +445,93 @@ class LagrangianSystem:
         """x (B, P, 3) and J (B, P, 3, n) at the acting points at q. The last is kept: a step's impact
         law asks at the state it ended in, and the next step's colliders' planes and forces at the same."""
         if self._acted is None or self._acted[0] is not q:
-            self._acted = (q, self.map.jacobian(q, ACTING))
+            x, jacobian = self.map.jacobian(q, ACTING)
+            if self.support_contact is not None:
+                x, jacobian = self._place_support(q, x, jacobian)
+            self._acted = (q, (x, jacobian))
         return self._acted[1]
+
+    def _support_logits(self, down):
+        """d . r_k / tau + log s_k (B, D, K) of each body's hull vertices r_k (body frame) and their shares
+        s_k of the directions (``mesh.convex_hull``) along the unit directions ``down`` (B, D, 3), tau =
+        SUPPORT_SMOOTHING times the hull's size."""
+        along = down @ self._support[0].transpose(1, 2) / self._smoothing[:, None, None]
+        return along + self._log_shares[:, None]
+
+    def _smooth_support(self, down):
+        """The smooth support of each body's hull along the unit directions ``down`` (B, D, 3), body frame,
+        h (B, D) and its gradient r_bar (B, D, 3):
+
+            h(d) = tau log sum_k s_k exp(d . r_k / tau),   r_bar = sum_k w_k r_k,   w = softmax(``_support_logits``)
+
+        On a ball the sum is the same along every direction, tau / 2 rho of radius rho, so h lies a
+        constant below the hull; on an edge or a corner it lies further in (``_support_rounding``)."""
+        logits = self._support_logits(down)
+        return self._smoothing[:, None] * torch.logsumexp(logits, -1), torch.softmax(logits, -1) @ self._support[0]
+
+    def _support_stiffness(self, q, s: State):
+        """The geometric stiffness (B, n, n) of the ground's spring on each support point, f H: as the
+        body turns the point slides and its arm turns with it, which the contact's rows, taken where a
+        step begins, leave out. f = k w d+ is the spring's push at the state ``s`` and H the Hessian of
+        the support's height h(d(theta)) in the rotation coordinates, T^T H_d T with
+
+            H_d = [d]x^T (C / tau) [d]x + (d r_bar^T + r_bar d^T) / 2 - (r_bar . d) 1
+
+        (C the covariance of the hull's points under the support's weights, ``_smooth_support``; zero
+        for a ball, whose height no turn changes). The implicit step takes it with the potential's
+        stiffness, so that the push's torque follows the point over the step (trapezoidal), where a
+        rocking egg, its point swinging from end to end, gained 2 J in 5 s at the contact's steps."""
+        b, n = q.shape
+        surface, tau = self._support[0], self._smoothing[:, None, None]
+        down = -self._rotations(q)[:, 2]
+        weights = torch.softmax(self._support_logits(down[:, None])[:, 0], -1)  # (B, K)
+        mean = (weights[..., None] * surface).sum(1)
+        spread = surface - mean[:, None]
+        covariance = (weights[..., None, None] * spread[..., :, None] * spread[..., None, :]).sum(1)
+        across = hat(down)
+        hessian = across.transpose(1, 2) @ (covariance / tau) @ across \
+            + 0.5 * (down[:, :, None] * mean[:, None, :] + mean[:, :, None] * down[:, None, :]) \
+            - (mean * down).sum(-1)[:, None, None] * torch.eye(3, dtype=q.dtype)
+        turn = right_jacobian(q[:, 3:6])
+        depth = (self._ground.offset[:, 0] - s.x[:, 0, 2]).clamp(min=0.0) * self.support_contact
+        push = self.per_body["contact_stiffness"] * self.contact_mass[:, 0] * depth  # f (B,)
+        stiffness = torch.zeros(b, n, n, dtype=q.dtype)
+        stiffness[:, 3:6, 3:6] = push[:, None, None] * turn.transpose(1, 2) @ hessian @ turn
+        return stiffness
+
+    def _support_rounding(self):
+        """How far (B,) m the smooth support reaches past the hull where it reaches furthest (negative:
+        falls short where it falls least short), over 512 well-spread directions: taken off it, so that
+        it meets the hull where the hull curves least and lies within it elsewhere (within tau log 4 of
+        it on a round body: ``mesh.round_hull``)."""
+        down = torch.as_tensor(fibonacci_sphere(512), dtype=self._smoothing.dtype)
+        down = down.expand(len(self._smoothing), -1, -1)
+        height, _ = self._smooth_support(down)
+        return (height - (down @ self._support[0].transpose(1, 2)).amax(-1)).amax(-1)
+
+    def _place_support(self, q, x, jacobian):
+        """The acting points' x (B, P, 3) and J (B, P, 3, n) with contact point 0 of each round rigid body
+        (Environment.support_contact) moved to the lowest point of its smoothed hull at q: along the way
+        down d = R^T (0, 0, -1), at height h(d) - ``_support_rounding`` (``_smooth_support``), the point
+        x = p + R r with r = r_bar + (h - d . r_bar) d, and J = [1 | -[R r]x R T] that of the material
+        point there (T the right Jacobian of exp at theta): since d . dd = 0, its normal row is the
+        gradient of that height, so the ground's spring on it is conservative while the point slides
+        over the hull as the body turns. A ball otherwise rolls over its 128 contact samples like a
+        polygon, landing on each next one and losing speed at every landing and to the friction of
+        samples slipping off its bottom: set rolling at 2 m/s, it kept 0.28 m/s after 2 s."""
+        rotation = self._rotations(q)
+        down = -rotation[:, 2]  # R^T (0, 0, -1): R's third row
+        height, mean = self._smooth_support(down[:, None])
+        height, mean = height[:, 0] - self._rounding, mean[:, 0]
+        arm = (rotation @ (mean + (height - (mean * down).sum(-1))[:, None] * down)[..., None])[..., 0]  # R r
+        row = torch.zeros_like(jacobian[:, 0])
+        row[..., :3] = torch.eye(3, dtype=q.dtype)
+        row[..., 3:6] = -hat(arm) @ rotation @ right_jacobian(q[:, 3:6])  # R (T e_k x r)
+        mine = self.support_contact
+        x, jacobian = x.clone(), jacobian.clone()
+        x[:, 0] = torch.where(mine[:, None], q[:, :3] + arm, x[:, 0])
+        jacobian[:, 0] = torch.where(mine[:, None, None], row, jacobian[:, 0])
+        return x, jacobian
 
     def recenter(self, q, q_dot):
         """The map's change of chart (``KinematicMap.recenter``), the acting points' x and J at q carried
@@ -595,12 +703,15 @@ class LagrangianSystem:
     def rolling_resistance(self, q, q_dot, chol, pressing):
         """Generalized force (B, n) of the ground's torque against each body's turning, for a footprint of
         lever arm a pressed with N: tau = -N a omega / sqrt(|omega|^2 + (eps / a)^2), as Coulomb friction
-        resists slip with mu N, regularized alike (eps: the friction's slip speed, here at the lever's end).
+        resists slip with mu N, regularized alike (eps: the body's rolling_regularization, at the lever's
+        end).
 
         A body that yields where it lands presses a flat of itself onto the ground, and to roll or pivot
         over it must press the next one flat: the footprint's pressure sits a ahead of the contact and
         the ground's reaction turns against the roll (rolling resistance). Learned coordinates cannot
-        flatten a body that far, so the torque stands for the footprint they cannot make.
+        flatten a body that far, so the torque stands for the footprint they cannot make. A round rigid
+        body rolling on its support point has the small one of a hard ball on a hard floor
+        (SUPPORT_ROLLING), which brings a rolling or rocking ball to rest.
 
         omega = T theta_dot in the body frame, T the right Jacobian of exp at theta, so the torque does
         the work tau . omega through Q_theta = T^T tau = -c T^T T theta_dot with
@@ -610,7 +721,7 @@ class LagrangianSystem:
         and N, for the step to take at its end with the normal force it solves for.
         """
         b, n = q_dot.shape
-        lever, eps = self.per_body["rolling_lever"], self.env.friction_regularization
+        lever, eps = self.per_body["rolling_lever"], self.per_body["rolling_regularization"]
         turn = right_jacobian(q[:, 3:6])  # T
         omega = (turn @ q_dot[:, 3:6, None])[..., 0]
         reach = torch.sqrt(lever**2 * (omega * omega).sum(-1) + eps**2).clamp(min=1e-300)
@@ -865,6 +976,9 @@ class LagrangianSystem:
             moving = _jt(jp, self.env.pin_stiffness * self.pin_mass[..., None]
                          * (self.pin_place(t0 + h)[0] - self.pin_place(t0)[0]))
         potential = None if self.rest_stiffness is None else self._stiffness(q)
+        if self.support_contact is not None:  # the support point's arm turns with the body
+            turning = self._support_stiffness(q, s)
+            potential = turning if potential is None else potential + turning
         stiffness = held if potential is None else held + potential
         rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
         self.pressed = None

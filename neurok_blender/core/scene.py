@@ -209,6 +209,15 @@ def _per_body(value, dtype):
     return torch.as_tensor(value, dtype=dtype).reshape(-1)[:1]
 
 
+def _support_weights(env: Environment) -> torch.Tensor:
+    """A body's support points' shares of the directions (1, K), even where it has none of its own (it
+    rolls on its samples, and the support's weights are asked of every row)."""
+    if env.support_weights is not None:
+        return env.support_weights
+    count = env.support_points.shape[1]
+    return torch.full((1, count), 1.0 / count, dtype=env.support_points.dtype)
+
+
 def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment:
     """The bodies' environments as one batch: point sets padded with weightless points, each body's
     material and contact settings its own row."""
@@ -226,12 +235,17 @@ def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment
         gravity=envs[0].gravity,
         ground_height=None if envs[0].ground_height is None else torch.cat([e.ground_height for e in envs]),
         friction=row("friction"), restitution=row("restitution"), drag=row("drag"), damping=row("damping"),
-        rolling_lever=row("rolling_lever"), contact_stiffness=row("contact_stiffness"),
+        rolling_lever=row("rolling_lever"), rolling_regularization=row("rolling_regularization"),
+        contact_stiffness=row("contact_stiffness"),
         impact_restitution=None if all(i is None for i in impacts) else
         torch.cat([_per_body(torch.inf if i is None else i, dtype) for i in impacts]),
         friction_regularization=envs[0].friction_regularization, pin_stiffness=envs[0].pin_stiffness,
         contact_points=contact, contact_mass=contact_mass, pin_points=pins, pin_mass=pin_mass,
-        support_points=None if any(e.support_points is None for e in envs) else _padded([e.support_points for e in envs]),
+        **({} if any(e.support_points is None for e in envs) else dict(zip(
+            ("support_points", "support_weights"),
+            _padded([e.support_points for e in envs], [_support_weights(e) for e in envs])))),
+        support_contact=None if all(e.support_contact is None for e in envs) else
+        torch.cat([torch.tensor([False]) if e.support_contact is None else e.support_contact for e in envs]),
         pin_path=_pin_paths(envs), pin_fps=envs[0].pin_fps,
         load_points=loads, load_vectors=vectors, load_windows=windows, obstacles=obstacles,
         surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]))

@@ -16,16 +16,16 @@ import numpy as np
 import torch
 
 from .category import resolve_category
-from .dynamics import Environment, LagrangianSystem
+from .dynamics import SUPPORT_ROLLING, SUPPORT_ROLLING_SLIP, SUPPORT_SHARE, Environment, LagrangianSystem
 from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
-from .mesh import check_mesh, contact_samples, support_samples
+from .mesh import bbox_diagonal, check_mesh, contact_samples, round_hull, support_samples
 from .mirror import find_mirrors
 from .obstacles import Obstacles
 from .options import Conditions
 from .rigid import RigidBodyMap
-from .trajectory import OUTPUT, rollout
+from .trajectory import OUTPUT, choose_method, rollout
 
 DTYPE = torch.float64
 
@@ -111,6 +111,8 @@ def prepare(vertices, faces, conditions: Conditions | None = None, model=None, p
     else:
         kmap, (props,) = RigidBodyMap.from_meshes([(v, f)], [conditions.mass], DTYPE)
         env, center = dataclasses.replace(env, **(contact or {})), torch.as_tensor(props.center, dtype=DTYPE)
+        if choose_method(conditions.integrator) == "implicit":
+            env = with_support_contact(env, conditions.mass, v)
     q0, q_dot0, report.pull_reached = initial_state(kmap, conditions, v, center)
 
     out = output_points(v if points is None else points)
@@ -168,6 +170,32 @@ def lifted_onto_ground(vertices: np.ndarray, points, conditions: Conditions):
     path = None if conditions.pin_path is None else np.asarray(conditions.pin_path, dtype=np.float64) + up
     return (vertices + up, None if points is None else np.asarray(points, dtype=np.float64) + up,
             dataclasses.replace(conditions, forces=forces, pin_path=path), depth)
+
+
+def with_support_contact(env: Environment, mass: float, vertices: np.ndarray) -> Environment:
+    """``env`` of a rigid body, with its support point as contact point 0 when it has a ground and is
+    round (``mesh.round_hull`` of its ``vertices``: a ball, an egg, which would roll over its contact
+    samples like a polygon): placed at the lowest of its hull's vertices at rest and re-placed at every
+    state (``LagrangianSystem._place_support``) over them and their shares of the directions, resting
+    with SUPPORT_SHARE of its ``mass`` (kg), and with the rolling resistance of SUPPORT_ROLLING unless
+    it has one already. A box or a low-poly body rests and rolls on its samples. For the implicit
+    step alone, which takes the point's turning arm with it (``_support_stiffness``): a 2.6k-vertex
+    ball thrown onto the ground booked 15-40 times the energy error on it with the explicit methods
+    (0.19 J of 2.3 with RK4)."""
+    hull = None if env.ground_height is None else \
+        round_hull(vertices, env.support_points[0].numpy(), env.contact_points[0].numpy())
+    if hull is None:
+        return env
+    support = torch.as_tensor(vertices[hull.indices], dtype=DTYPE)[None]
+    lowest = support[:, int(support[0, :, 2].argmin())][:, None]
+    weight = torch.full((1, 1), SUPPORT_SHARE * mass, dtype=DTYPE)
+    rolling = {} if float(env.rolling_lever) > 0 else dict(  # a material's footprint keeps its own
+        rolling_lever=SUPPORT_ROLLING * bbox_diagonal(vertices[hull.indices]),
+        rolling_regularization=SUPPORT_ROLLING_SLIP)
+    return dataclasses.replace(env, contact_points=torch.cat([lowest, env.contact_points], 1),
+                               contact_mass=torch.cat([weight, env.contact_mass], 1), support_points=support,
+                               support_weights=torch.as_tensor(hull.shares, dtype=DTYPE)[None],
+                               support_contact=torch.tensor([True]), **rolling)
 
 
 def output_points(points):

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from neurok_blender.core.mesh import (check_mesh, contact_samples, fibonacci_sphere, is_closed, lattice_inside,
-                                      mass_properties, principal_points, support_samples, winding_number)
+from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, fibonacci_sphere, is_closed,
+                                      lattice_inside, mass_properties, principal_points, round_hull, subdivided,
+                                      support_samples, winding_number)
 from neurok_blender.core.simulation import contact_points
 from shapes import box
 from training.shapes.solids import uv_sphere
@@ -70,6 +71,42 @@ def test_the_support_samples_hull_is_the_surfaces_where_the_contact_samples_sag(
     v = 0.3 * v
     support = (directions @ v.T).max(1)
     assert gap(support_samples(v, candidates=3000)).max() < 4e-3
+
+
+def test_the_convex_hull_weighs_each_vertex_by_its_share_of_the_directions():
+    """Qhull's hull: a box's corners, each the furthest along an eighth of the directions; a ball's
+    vertices, their shares summing to 1, as many as the directions it is the furthest along of 20k
+    well-spread ones, within a fifth; a flat mesh has none."""
+    corners = convex_hull(box()[0])
+    assert corners.indices.tolist() == list(range(8)) and np.allclose(corners.shares, 1 / 8)
+    v, _ = uv_sphere(22, 45)
+    hull = convex_hull(v)
+    assert abs(hull.shares.sum() - 1) < 1e-9
+    directions = fibonacci_sphere(20000)
+    counted = np.bincount((directions @ v[hull.indices].T).argmax(1), minlength=len(hull.indices)) / len(directions)
+    assert np.abs(counted - hull.shares).max() < 0.2 * hull.shares.max()
+    with pytest.raises(ValueError):
+        convex_hull(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]]))
+
+
+def test_a_ball_or_egg_is_round_a_box_can_cigar_or_low_poly_ball_is_not():
+    """Round (it rolls on its support point): its contact samples miss its hull and no side of it is
+    flat. Not round: a box or a low-poly ball, whose hull points are all samples; a can (its ends), a
+    box rounded halfway to a ball and an egg three times as long as wide (their flat sides)."""
+    def rounded(v):
+        return round_hull(v, v[support_samples(v)], v[contact_points(v)]) is not None
+
+    ball, _ = uv_sphere(22, 45)
+    assert rounded(0.3 * ball) and rounded(ball * [0.6, 0.3, 0.3])
+    turn = np.linspace(0, 2 * np.pi, 128, endpoint=False)
+    ring = np.stack([0.15 * np.cos(turn), 0.15 * np.sin(turn), np.zeros(128)], 1)
+    cube, faces = box((0.3, 0.3, 0.3), (-0.15, -0.15, -0.15))
+    for _ in range(3):
+        cube, faces = subdivided(cube, faces)
+    half_round = 0.5 * cube + 0.5 * 0.2 * cube / np.linalg.norm(cube, axis=1, keepdims=True)
+    for shape in (box()[0], cube, 0.3 * uv_sphere(6, 10)[0], np.concatenate([ring, ring + [0, 0, 0.3]]),
+                  half_round, ball * [0.9, 0.3, 0.3]):
+        assert not rounded(shape)
 
 
 @pytest.mark.parametrize(
