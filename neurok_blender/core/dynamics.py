@@ -163,6 +163,8 @@ class LagrangianSystem:
             self._smoothing = SUPPORT_SMOOTHING * (hull.amax(1) - hull.amin(1)).norm(dim=-1)  # tau (B,)
             self._log_shares = torch.log(env.support_weights.to(dtype))  # -inf: padding
             self._rounding = self._support_rounding()
+            # the normal (B, 3) of the surface each support point meets: the ground's until it presses another
+            self._support_normal = torch.tensor([0.0, 0.0, 1.0], dtype=dtype).expand(b, 3).clone()
         self._ground = self._ground_planes()  # the ground's planes, raised by _ground_lift each step
         self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
@@ -258,11 +260,13 @@ class LagrangianSystem:
         and where the bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
             self._ground, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
-            self._meeting
+            self._meeting, self._support_normal if self.support_contact is not None else None
 
     def restore(self, snapshot) -> None:
         state, planes, self._ground, self._surfaces, self._carried, self._owner_shape, self._started, \
-            self._impact_normal, self._meeting = snapshot
+            self._impact_normal, self._meeting, normal = snapshot
+        if normal is not None:
+            self._support_normal = normal
         self.map.restore(state)
         # the rotations and points of the same q differ with the map's restored orientation
         self._posed = self._state = self._acted = None
@@ -366,6 +370,8 @@ class LagrangianSystem:
         self.clock = t0
         if self._support is not None and q is not None:
             jump = self._lift_ground(q)
+        if self.support_contact is not None and q is not None and not fresh:
+            jump = jump + self._turn_support(q)
         if self.obstacles is None or q is None:
             return jump
         x, v = self._contact_motion(q, q_dot)
@@ -469,11 +475,36 @@ class LagrangianSystem:
         logits = self._support_logits(down)
         return self._smoothing[:, None] * torch.logsumexp(logits, -1), torch.softmax(logits, -1) @ self._support[0]
 
+    def _turn_support(self, q):
+        """Turn each support point to the surface that carries its body at q: the normal of its deepest
+        pair on the last step's planes (the ground, a collider, another body) among those that face up
+        (n . up > 1/2, up against gravity: a slope of up to 60 degrees), so that on a plank it meets the
+        plank where the ball touches it, not the point lowest along the ground's normal; kept while
+        nothing carries it (a ball pressed against a wall or another ball sideways keeps the floor's,
+        where turning to theirs and back put 0.1-0.2 J into two balls that met). Returns the change (B,)
+        J of the springs' energy at q the point's move makes, booked as work, as the ground's lift is."""
+        planes = self._planes_at(q)
+        x = self._acting(q)[0][:, :self.n_contact]
+        up = -self.gravity / self.gravity.norm().clamp(min=1e-300) if bool(self.gravity.any()) else \
+            torch.tensor([0.0, 0.0, 1.0], dtype=q.dtype)
+        depth = torch.where(planes.normal @ up > 0.5, planes.signed_depth(x), -torch.inf)  # (B, S C)
+        deepest = depth.argmax(1)
+        rows = torch.arange(q.shape[0])
+        pressed = (depth[rows, deepest] > 0) & self.support_contact
+        normal = torch.where(pressed[:, None], planes.normal[rows, deepest], self._support_normal)
+        if bool(((normal - self._support_normal).abs() < 1e-12).all()):
+            return torch.zeros(q.shape[0], dtype=q.dtype)
+        before = self._contact_energy(q, x)
+        self._support_normal = normal
+        self._acted = self._state = None
+        return self._contact_energy(q, self._acting(q)[0][:, :self.n_contact]) - before
+
     def _support_stiffness(self, q, s: State):
-        """The geometric stiffness (B, n, n) of the ground's spring on each support point, f H: as the
-        body turns the point slides and its arm turns with it, which the contact's rows, taken where a
-        step begins, leave out. f = k w d+ is the spring's push at the state ``s`` and H the Hessian of
-        the support's height h(d(theta)) in the rotation coordinates, T^T H_d T with
+        """The geometric stiffness (B, n, n) of the spring on each support point, f H: as the body turns
+        the point slides and its arm turns with it, which the contact's rows, taken where a step
+        begins, leave out. f = k w d+ is the push of the surface it meets (``_turn_support``) at the
+        state ``s`` and H the Hessian of the support's height h(d(theta)) in the rotation coordinates,
+        T^T H_d T with
 
             H_d = [d]x^T (C / tau) [d]x + (d r_bar^T + r_bar d^T) / 2 - (r_bar . d) 1
 
@@ -483,7 +514,7 @@ class LagrangianSystem:
         rocking egg, its point swinging from end to end, gained 2 J in 5 s at the contact's steps."""
         b, n = q.shape
         surface, tau = self._support[0], self._smoothing[:, None, None]
-        down = -self._rotations(q)[:, 2]
+        down = -(self._rotations(q).transpose(1, 2) @ self._support_normal[..., None])[..., 0]
         weights = torch.softmax(self._support_logits(down[:, None])[:, 0], -1)  # (B, K)
         mean = (weights[..., None] * surface).sum(1)
         spread = surface - mean[:, None]
@@ -493,7 +524,10 @@ class LagrangianSystem:
             + 0.5 * (down[:, :, None] * mean[:, None, :] + mean[:, :, None] * down[:, None, :]) \
             - (mean * down).sum(-1)[:, None, None] * torch.eye(3, dtype=q.dtype)
         turn = right_jacobian(q[:, 3:6])
-        depth = (self._ground.offset[:, 0] - s.x[:, 0, 2]).clamp(min=0.0) * self.support_contact
+        planes = self._planes_at(q)
+        along = (planes.normal.view(b, planes.slots, -1, 3)[:, :, 0] * self._support_normal[:, None]).sum(-1)
+        depth = planes.signed_depth(s.x[:, :self.n_contact]).view(b, planes.slots, -1)[:, :, 0]  # point 0's
+        depth = torch.where(along > 1 - 1e-9, depth, 0.0).amax(1).clamp(min=0.0) * self.support_contact
         push = self.per_body["contact_stiffness"] * self.contact_mass[:, 0] * depth  # f (B,)
         stiffness = torch.zeros(b, n, n, dtype=q.dtype)
         stiffness[:, 3:6, 3:6] = push[:, None, None] * turn.transpose(1, 2) @ hessian @ turn
@@ -512,15 +546,16 @@ class LagrangianSystem:
     def _place_support(self, q, x, jacobian):
         """The acting points' x (B, P, 3) and J (B, P, 3, n) with contact point 0 of each round rigid body
         (Environment.support_contact) moved to the lowest point of its smoothed hull at q: along the way
-        down d = R^T (0, 0, -1), at height h(d) - ``_support_rounding`` (``_smooth_support``), the point
+        into the surface that carries it, d = R^T (-n) (``_turn_support``; the ground's n = (0, 0, 1)
+        until another does), at height h(d) - ``_support_rounding`` (``_smooth_support``), the point
         x = p + R r with r = r_bar + (h - d . r_bar) d, and J = [1 | -[R r]x R T] that of the material
         point there (T the right Jacobian of exp at theta): since d . dd = 0, its normal row is the
-        gradient of that height, so the ground's spring on it is conservative while the point slides
+        gradient of that height, so the surface's spring on it is conservative while the point slides
         over the hull as the body turns. A ball otherwise rolls over its 128 contact samples like a
         polygon, landing on each next one and losing speed at every landing and to the friction of
         samples slipping off its bottom: set rolling at 2 m/s, it kept 0.28 m/s after 2 s."""
         rotation = self._rotations(q)
-        down = -rotation[:, 2]  # R^T (0, 0, -1): R's third row
+        down = -(rotation.transpose(1, 2) @ self._support_normal[..., None])[..., 0]  # R^T (-n)
         height, mean = self._smooth_support(down[:, None])
         height, mean = height[:, 0] - self._rounding, mean[:, 0]
         arm = (rotation @ (mean + (height - (mean * down).sum(-1))[:, None] * down)[..., None])[..., 0]  # R r
