@@ -1,4 +1,4 @@
-"""Mesh checks, mass properties and contact samples, in plain numpy (float64)."""
+"""Mesh checks, mass properties, contact samples and convex hulls, in numpy (float64; scipy where noted)."""
 
 from dataclasses import dataclass
 
