@@ -16,7 +16,7 @@ from neurok_blender.core import Conditions, Environment, LagrangianSystem, Rigid
 from neurok_blender.core.mesh import box_mesh
 from training.shapes.solids import uv_sphere
 
-INTEGRATORS = ("leapfrog", "rk4", "midpoint", "dopri5")
+INTEGRATORS = ("implicit", "leapfrog", "rk4", "midpoint", "dopri5")  # implicit: what auto runs
 DOWN = torch.tensor([0.0, 0.0, -9.81], dtype=torch.float64)
 
 
