@@ -207,8 +207,8 @@ class LagrangianSystem:
 
     def _support_offsets(self, env):
         """The surface's hull points and the contact samples at rest as body-frame offsets R^T (x - p),
-        (B, K, 3) and (B, C, 3); None without a ground, support points or a body frame."""
-        if env.support_points is None or env.ground_height is None or not self.n_contact:
+        (B, K, 3) and (B, C, 3); None without support points, contact points or a body frame."""
+        if env.support_points is None or not self.n_contact:
             return None
         rest = self.map.rest_coordinates()
         rotation = self.map.pose(rest).get("rotation")
@@ -368,7 +368,7 @@ class LagrangianSystem:
         self.active_loads = self.load_vectors * on[..., None]
         jump = torch.zeros(self.contact_points.shape[0], dtype=self.contact_points.dtype)
         self.clock = t0
-        if self._support is not None and q is not None:
+        if self._support is not None and self._ground is not None and q is not None:
             jump = self._lift_ground(q)
         if self.support_contact is not None and q is not None and not fresh:
             jump = jump + self._turn_support(q)

@@ -168,17 +168,18 @@ def test_a_ball_rolls_down_a_tilted_plank_as_on_a_tilted_ground_and_falls_off_it
     assert falls
 
 
-def test_a_round_rigid_ball_rolls_down_a_plank_without_slowing_but_for_its_rolling_resistance():
+@pytest.mark.parametrize("ground", [-2.0, None])
+def test_a_round_rigid_ball_rolls_down_a_plank_without_slowing_but_for_its_rolling_resistance(ground):
     """A rigid UV sphere of 0.15 m radius on a plank tilted by 15 degrees rolls on its support point,
-    turned to the plank it rests on: it accelerates at (5/7) g (sin - cos a / r), a solid sphere
-    rolling without slipping less its rolling resistance (lever a), within 5 %. On its contact
-    samples, which it rolled over like a polygon, it reached 0.18 of (5/7) g sin."""
+    turned to the plank it rests on, with a ground far below or none: it accelerates at (5/7) g (sin -
+    cos a / r), a solid sphere rolling without slipping less its rolling resistance (lever a), within
+    5 %. On its contact samples, which it rolled over like a polygon, it reached 0.18 of (5/7) g sin."""
     angle, radius = math.radians(15), 0.15
     pv, pf, turn = incline(angle, length=3.0)
     plank = Collider(pv, pf, friction=1.0)
     ball, faces = uv_sphere(22, 45)
     v = radius * ball + turn @ np.array([0.5, 0.0, radius + plank.thickness + 0.002])
-    result = simulate(v, faces, Conditions(frames=30, ground_height=-2.0, category="rigid", friction=1.0,
+    result = simulate(v, faces, Conditions(frames=30, ground_height=ground, category="rigid", friction=1.0,
                                            colliders=[plank]))
     along = (result.positions.mean(1) - v.mean(0)) @ turn[:, 0]
     rolling = result.times > 0.15  # settled on the plank
