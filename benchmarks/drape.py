@@ -6,8 +6,9 @@ A 1 m square sheet (triangles of 6 cm) dropped from 0.7 m onto a 0.6 m square ta
 collider, friction 0.6, thickness 1 cm), 2 s at 24 fps. The reference is Blender Cloth
 (``training.reference.cloth``). At 2 s, for each run: the top's sag, the deepest any vertex over the
 table's middle (0.5 m square) lies below the table's top plus its thickness (the aim: within 5 mm), and
-the overhang's drop, the median depth below that height of the vertices that started more than 0.1 m
-past the edge (hanging straight down they drop by their distance past it). Then what the model could
+the overhang's drop, how far the vertices that started more than 0.1 m past the edge lie below those
+over the middle (the medians' difference; hanging straight down they drop by their distance past the
+edge): a shape sunk or tilted as a whole does not count as draped. Then what the model could
 reach: the reference's shape at 2 s fitted (``fitting.fit_pose``, chamfer-L1 with the rigid pose free)
 with the solver's own coordinates inside its wall (``neural.wall_radius``: what any rollout can reach),
 with the same coordinates free, and with the network's full latent (what the model represents), each
@@ -54,9 +55,8 @@ def regions(rest):
 def measured(rest, last) -> dict:
     """The top's sag and the overhang's drop (m) of the shape ``last``."""
     middle, overhang = regions(rest)
-    resting = TOP + THICKNESS
-    return {"top_sag_m": float(max(0.0, resting - last[middle, 2].min())),
-            "overhang_drop_m": float(np.median(resting - last[overhang, 2]))}
+    return {"top_sag_m": float(max(0.0, TOP + THICKNESS - last[middle, 2].min())),
+            "overhang_drop_m": float(np.median(last[middle, 2]) - np.median(last[overhang, 2]))}
 
 
 def reference(v, f, table) -> np.ndarray:
