@@ -83,9 +83,10 @@ def reach(neurok: NeuROK, v, f, conditions, target) -> list[dict]:
         prior_mean, tokens = neurok.model.prior(features)
     network = latent_decoder(neurok.model, prior_mean, tokens, query_features, queries,
                              torch.as_tensor(shape.vertices, dtype=torch.float32), shape.skin)
-    fits = {f"solver's {kmap.reduced_size} coordinates, inside the wall ({kmap.wall_radius:.1f})":
-            (solver, torch.zeros(kmap.reduced_size, dtype=torch.float64), kmap.wall_radius),
-            f"solver's {kmap.reduced_size} coordinates, free": (solver, torch.zeros(kmap.reduced_size, dtype=torch.float64), None),
+    rest = torch.zeros(kmap.reduced_size, dtype=torch.float64)  # s at the rest shape
+    k = kmap.reduced_size
+    fits = {f"solver's {k} coordinates, inside the wall ({kmap.wall_radius:.1f})": (solver, rest, kmap.wall_radius),
+            f"solver's {k} coordinates, free": (solver, rest, None),
             f"network's full latent ({prior_mean.numel()}), free": (network, torch.zeros_like(prior_mean), None)}
     rows = []
     for name, (decode, start, radius) in fits.items():

@@ -178,10 +178,10 @@ def with_support_contact(env: Environment, mass: float, vertices: np.ndarray) ->
     like a polygon), on the ground, a collider or another body: placed at the lowest of its hull's
     vertices at rest and re-placed at every state (``LagrangianSystem._place_support``) over them and
     their shares of the directions, resting with SUPPORT_SHARE of its ``mass`` (kg), and with the
-    rolling resistance of SUPPORT_ROLLING unless it has one already. A box or a low-poly body rests and rolls on its samples. For the implicit
-    step alone, which takes the point's turning arm with it (``_support_stiffness``): a 2.6k-vertex
-    ball thrown onto the ground booked 15-40 times the energy error on it with the explicit methods
-    (0.19 J of 2.3 with RK4)."""
+    rolling resistance of SUPPORT_ROLLING unless it has one already. A box or a low-poly body rests
+    and rolls on its samples. For the implicit step alone, which takes the point's turning arm with it
+    (``_support_stiffness``): a 2.6k-vertex ball thrown onto the ground booked 15-40 times the energy
+    error on it with the explicit methods (0.19 J of 2.3 with RK4)."""
     hull = round_hull(vertices, env.support_points[0].numpy(), env.contact_points[0].numpy())
     if hull is None:
         return env
