@@ -785,7 +785,9 @@ class LagrangianSystem:
         first reaches into the ground or a collider (n is then the
         mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards them,
         relative to their surfaces, as the step began, before the spring slowed it; NaN in flight) and
-        ends when none is reached. The excess of the speed away over e v_in is then taken out of the
+        ends when none is reached. A point that reaches while the centre of mass moves away (a learned
+        surface still wobbling as the body leaves) brings no impact: taken as one with v_in = 0, its
+        end would stop the body (two jellies parting at 0.3 of their closing speed stood still). The excess of the speed away over e v_in is then taken out of the
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
         in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
         returned as dissipated; for a rigid body coming faster than IMPACT_SPEED, at the end of every
@@ -813,8 +815,9 @@ class LagrangianSystem:
         if bool(starting.any()):
             normal = (planes.normal * weights).sum(1)
             normal = normal / normal.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+            towards = -((q_dot_before[:, :3] - surface) * normal).sum(-1)
+            starting = starting & (towards > 0)  # a point that reaches while the body moves away brings no impact
             self._impact_normal = torch.where(starting[:, None], normal, self._impact_normal)
-            towards = (-((q_dot_before[:, :3] - surface) * normal).sum(-1)).clamp(min=0.0)
             incoming = torch.where(starting, towards, incoming)
         leaving = ~touching & ~torch.isnan(incoming)
         # a rigid body coming fast is capped at every step of its impact; a learned body only as it
@@ -834,7 +837,8 @@ class LagrangianSystem:
         at most e = sqrt(e_a e_b) times as fast as they met, v_out <= e v_in for the relative velocity
         (v_a - v_b) . n, n the mean normal of the planes their points reached on each other (from b
         towards a). The impact begins at the step within which a point of one reaches the other
-        (``within`` (B, P), v_in from the velocities the step began with) and ends at the first step
+        (``within`` (B, P), v_in from the velocities the step began with) while they close (v_in > 0:
+        surfaces that touch as the bodies part bring none, ``restitute``) and ends at the first step
         that ends with none reached (``pressed``); the excess is then taken out as an impulse between
         the two, -mu (rise - kept) on a and the opposite on b (mu = M_a M_b / (M_a + M_b)), so momentum
         is kept, and each body's loss of kinetic energy is returned as dissipated (B,)."""
@@ -857,9 +861,10 @@ class LagrangianSystem:
         starting = meeting & torch.isnan(incoming)
         if bool(starting.any()):
             unit = normals / normals.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+            closing = -((q_dot_before[:, None, :3] - q_dot_before[None, :, :3]) * unit).sum(-1)
+            starting = starting & (closing > 0)  # surfaces that meet while the bodies part bring no impact
             normal = torch.where(starting[..., None], unit, normal)
-            closing = (q_dot_before[:, None, :3] - q_dot_before[None, :, :3]) * normal
-            incoming = torch.where(starting, (-closing.sum(-1)).clamp(min=0.0), incoming)
+            incoming = torch.where(starting, closing, incoming)
         leaving = apart & ~torch.isnan(incoming)
         dissipated = torch.zeros(b, dtype=q_dot.dtype)
         if bool(leaving.any()):
