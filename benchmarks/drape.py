@@ -43,11 +43,12 @@ from neurok_blender.core import Collider, Conditions, NeuROK, simulate
 from neurok_blender.core.checkpoint import read_checkpoint
 from neurok_blender.core.dynamics import Environment
 from neurok_blender.core.fitting import fit_pose, latent_decoder
-from neurok_blender.core.mesh import box_mesh, undirected_edges
+from neurok_blender.core.mesh import box_mesh
 from neurok_blender.core.model import prepare_shape, shape_tensors
 from neurok_blender.core.reduction import active_subspace
 from neurok_blender.core.rotation import exp_so3
 from neurok_blender.core.trajectory import OUTPUT
+from training.evaluation import edge_strain, mesh_edges
 
 TABLE, TOP, THICKNESS = 0.6, 0.5, 0.01  # m: the table's side, its top's height, the collider's thickness
 FRAMES, FPS = 49, 24
@@ -74,25 +75,12 @@ def regions(rest):
     return reach < TABLE / 2 - 0.05, reach > TABLE / 2 + 0.1
 
 
-def edges(faces) -> np.ndarray:
-    """Each undirected edge of the mesh once (E, 2)."""
-    directed, key = undirected_edges(faces)
-    return directed[np.unique(key, return_index=True)[1]]
-
-
-def strain(rest, last, faces) -> float:
-    """The 95th percentile over the edges of |length / rest length - 1|."""
-    a, b = edges(faces).T
-    ratio = np.linalg.norm(last[a] - last[b], axis=1) / np.linalg.norm(rest[a] - rest[b], axis=1)
-    return float(np.percentile(np.abs(ratio - 1.0), 95))
-
-
 def measured(rest, last, faces) -> dict:
     """The top's sag, the overhang's drop (m) and the edges' strain of the shape ``last``."""
     middle, overhang = regions(rest)
     return {"top_sag_m": float(max(0.0, TOP + THICKNESS - last[middle, 2].min())),
             "overhang_drop_m": float(np.median(last[middle, 2]) - np.median(last[overhang, 2])),
-            "strain": strain(rest, last, faces)}
+            "strain": edge_strain(rest, last, faces)}
 
 
 def settle(decode, start, rest, faces, mass: float, frequency: float, wall=None):
@@ -101,7 +89,7 @@ def settle(decode, start, rest, faces, mass: float, frequency: float, wall=None)
     ``decode(c)`` (V, 3) is the shape in the body's frame, ``wall(c)`` the solver's wall energy, if
     any. Returns (the settled vertices (V, 3), the coordinates' norm)."""
     rest = torch.as_tensor(rest, dtype=torch.float64)
-    a, b = torch.as_tensor(edges(faces)).T
+    a, b = torch.as_tensor(mesh_edges(faces)).T
     lengths = (rest[a] - rest[b]).norm(dim=1)
     m = mass / len(rest)
     omega2 = (2 * np.pi * frequency) ** 2

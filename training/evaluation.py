@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurok_blender.core.mesh import bbox_diagonal
+from neurok_blender.core.mesh import bbox_diagonal, undirected_edges
 from neurok_blender.core.options import DEFORMABLE
 from training.corpus.conditions import conditions_of
 from training.corpus.shards import read_shard
@@ -73,6 +73,26 @@ def peak_shape_change(positions: np.ndarray, sequence) -> float:
     motion bends the body at most, whatever its pose."""
     size = diagonal(sequence)
     return max(shape_error(frame, sequence.rest_vertices, size) for frame in positions)
+
+
+def mesh_edges(faces: np.ndarray) -> np.ndarray:
+    """Each edge of the triangles once (E, 2)."""
+    directed, key = undirected_edges(faces)
+    return directed[np.unique(key, return_index=True)[1]]
+
+
+def edge_strain(rest: np.ndarray, shape: np.ndarray, faces: np.ndarray) -> float:
+    """The 95th percentile over the mesh's edges of |length / rest length - 1|: how far a shape
+    stretches or squeezes its surface (cloth keeps it within a few per cent)."""
+    a, b = mesh_edges(faces).T
+    ratio = np.linalg.norm(shape[a] - shape[b], axis=1) / np.linalg.norm(rest[a] - rest[b], axis=1)
+    return float(np.percentile(np.abs(ratio - 1.0), 95))
+
+
+def peak_strain(positions: np.ndarray, sequence) -> float:
+    """The largest over the frames of ``edge_strain`` against the sequence's rest mesh."""
+    rest = sequence.rest_vertices.astype(np.float64)
+    return max(edge_strain(rest, frame.astype(np.float64), sequence.faces) for frame in positions)
 
 
 def shape_errors_over_time(positions: np.ndarray, sequence) -> np.ndarray:
