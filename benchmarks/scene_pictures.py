@@ -58,8 +58,8 @@ def scenes() -> dict:
     return {
         "five jellies stacked": ([(*jelly_box((0.0, 0.0, 0.05 + 0.4 * i)), Conditions(**elastic)) for i in range(5)], []),
         "two jellies thrown at each other": (
-            [(*jelly_box((-0.8, -0.15, 0.05)), Conditions(velocity=(2.5, 0.0, 1.0), **elastic)),
-             (*jelly_box((0.5, -0.15, 0.05)), Conditions(velocity=(-2.5, 0.0, 1.0), **elastic))], []),
+            [(*jelly_box((-0.8, -0.15, 0.05)), Conditions(velocity=(2.5, 0.0, 2.0), **elastic)),
+             (*jelly_box((0.5, -0.15, 0.05)), Conditions(velocity=(-2.5, 0.0, 2.0), **elastic))], []),
         "a ball down a plank": ([(ball[0] * 0.15 + start, ball[1], Conditions(friction=1.0, colliders=planks, **elastic))],
                                 planks),
         "a sheet dropped on a table": ([(*sheet(1.0, 0.7), Conditions(category="cloth", colliders=tables,
