@@ -14,8 +14,8 @@ with the solver's own coordinates inside its wall (``neural.wall_radius``: what 
 with the same coordinates free, and with the network's full latent (what the model represents), each
 fit's chamfer (over the bounding-box diagonal) and overhang's drop. A chamfer fit matches points
 without their correspondence, so it may crumple or stretch the sheet: each row gives its edges'
-strain (the 95th percentile of |length / rest length - 1|), and two more rows settle the sheet
-instead, from flat on the table, to the least of the energy (``settle``)
+strain (the 95th percentile of |length / rest length - 1|), and more rows settle the sheet instead,
+from flat on the table, to the least of the energy (``settle``)
 
     E = sum_i m_i g z_i + 1/2 omega^2 sum_i m_i |u_i|^2 + 1/2 k_s M mean_e (l_e / L_e - 1)^2
         + 1/2 k_c sum_i m_i d_i^2  (+ the solver's wall on its coordinates)
@@ -26,8 +26,7 @@ membrane term that holds the edges near their rest lengths as cloth's stretch st
 (STRETCH_STIFFNESS k_s), and the table's top pushing up on the vertices over it (depth d_i, the
 engine's contact stiffness k_c): in the solver's coordinates, in the network's full latent and, with
 ``--directions``, on the network's k leading active directions. Weights without calibrated materials
-run with the shipped ones. Writes
-benchmarks/results/drape.{json,md}.
+run with the shipped ones. Writes benchmarks/results/drape.{json,md}.
 """
 
 import argparse

@@ -782,12 +782,12 @@ class LagrangianSystem:
         it, and a dashpot capped to stay stable within a step damps less than asked. Called after each
         step, with the state it ended in (q, q_dot) and the velocity it began with: an impact begins at
         the step at whose end (or within which: an implicit step can hold a whole bounce) a contact point
-        first reaches into the ground or a collider (n is then the
-        mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards them,
-        relative to their surfaces, as the step began, before the spring slowed it; NaN in flight) and
-        ends when none is reached. A point that reaches while the centre of mass moves away (a learned
-        surface still wobbling as the body leaves) brings no impact: taken as one with v_in = 0, its
-        end would stop the body (two jellies parting at 0.3 of their closing speed stood still). The excess of the speed away over e v_in is then taken out of the
+        first reaches into the ground or a collider while the centre of mass comes towards it (n is then
+        the mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards
+        them, relative to their surfaces, as the step began, before the spring slowed it; NaN in flight)
+        and ends when none is reached. A point that reaches while the centre of mass moves away (a
+        learned surface still wobbling as the body leaves) brings no impact: taken as one with v_in = 0,
+        its end would stop the body. The excess of the speed away over e v_in is then taken out of the
         centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
         in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
         returned as dissipated; for a rigid body coming faster than IMPACT_SPEED, at the end of every
