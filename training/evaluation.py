@@ -83,9 +83,12 @@ def mesh_edges(faces: np.ndarray) -> np.ndarray:
 
 def edge_strain(rest: np.ndarray, shape: np.ndarray, faces: np.ndarray) -> float:
     """The 95th percentile over the mesh's edges of |length / rest length - 1|: how far a shape
-    stretches or squeezes its surface (cloth keeps it within a few per cent)."""
+    stretches or squeezes its surface (cloth keeps it within a few per cent). Edges of no rest length
+    (a degenerate triangle's) are left out."""
     a, b = mesh_edges(faces).T
-    ratio = np.linalg.norm(shape[a] - shape[b], axis=1) / np.linalg.norm(rest[a] - rest[b], axis=1)
+    lengths = np.linalg.norm(rest[a] - rest[b], axis=1)
+    kept = lengths > 0
+    ratio = np.linalg.norm(shape[a] - shape[b], axis=1)[kept] / lengths[kept]
     return float(np.percentile(np.abs(ratio - 1.0), 95))
 
 

@@ -17,7 +17,7 @@ from neurok_blender.core.neural import WALL_MARGIN
 from neurok_blender.core.options import Conditions
 import training.calibrate as calibrate
 from training.calibrate import calibrate_category, store
-from training.evaluation import shape_errors_over_time
+from training.evaluation import edge_strain, peak_strain, shape_errors_over_time
 from training.parent_watch import spawned_pool
 
 
@@ -35,6 +35,17 @@ def test_the_shape_error_ignores_rigid_motion_and_measures_a_stretch():
     np.testing.assert_allclose(errors[:2], 0.0, atol=1e-12)
     # the best rigid fit of a copy stretched about its centroid is the copy itself: 2 % of each arm is left
     np.testing.assert_allclose(errors[2], 0.02 * np.linalg.norm(moved - center, axis=1).mean() / diagonal, rtol=1e-9)
+
+
+def test_the_edge_strain_ignores_rigid_motion_and_reads_a_stretch_along_one_axis():
+    rest, faces = box_mesh((1.0, 1.0, 1.0), (0.0, 0.0, 0.0))
+    faces = np.concatenate([faces, [[0, 0, 1]]])  # a degenerate triangle: its edge of no length is left out
+    turn = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
+    assert edge_strain(rest, rest @ turn.T + 2.0, faces) == pytest.approx(0.0, abs=1e-12)
+    stretched = rest * [1.1, 1.0, 1.0]  # the edges along x strain 10 %, the diagonals across x less
+    assert edge_strain(rest, stretched, faces) == pytest.approx(0.1, rel=1e-9)
+    sequence = SimpleNamespace(rest_vertices=rest, faces=faces)
+    assert peak_strain(np.stack([rest, stretched, rest]), sequence) == pytest.approx(0.1, rel=1e-9)
 
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
