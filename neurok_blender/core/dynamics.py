@@ -38,6 +38,10 @@ OVERDAMPED = 3.0
 # steps resolve (trajectory.Run) and whose rigid body's speed away is capped at every step (restitute);
 # a slower bounce rises at most IMPACT_SPEED^2 / 2 g = 2 mm
 IMPACT_SPEED = 0.2
+# m: a contact point this close to the surface it left, while its body's centre of mass still comes
+# towards it, keeps the body in its impact (restitute): a soft jelly's squashed face springs back up
+# to about a millimetre off the ground while the body still sinks
+RETOUCH = 5e-3
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
 LIFT_STEP = 1e-6
@@ -785,12 +789,14 @@ class LagrangianSystem:
         first reaches into the ground or a collider while the centre of mass comes towards it (n is then
         the mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards
         them, relative to their surfaces, as the step began, before the spring slowed it; NaN in flight)
-        and ends when none is reached. A point that reaches while the centre of mass moves away (a
-        learned surface still wobbling as the body leaves) brings no impact: taken as one with v_in = 0,
-        its end would stop the body. The excess of the speed away over e v_in is then taken out of the
-        centre of mass's velocity along n (the translation of a free body's centre of mass, uncoupled
-        in M from its turning and its deformation), and its kinetic energy 1/2 M (v^2 - (e v_in)^2) is
-        returned as dissipated; for a rigid body coming faster than IMPACT_SPEED, at the end of every
+        and ends when none is reached, unless one lies within RETOUCH of its surface while the centre of
+        mass still comes in (a learned face springing off midway). A point that reaches while the
+        centre of mass moves away (a learned surface still wobbling as the body leaves) brings no
+        impact: taken as one with v_in = 0, its end would stop the body. The excess of the speed away
+        over e v_in is then taken out of the centre of mass's velocity along n (the translation of a
+        free body's centre of mass, uncoupled in M from its turning and its deformation), and its
+        kinetic energy 1/2 M (v^2 - (e v_in)^2) is returned as dissipated; for a rigid body coming
+        faster than IMPACT_SPEED, at the end of every
         step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose
         0.105 m where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left
         in). Between two bodies the same law holds for their relative velocity, shared as momentum is
@@ -801,7 +807,8 @@ class LagrangianSystem:
         if self.impact is None:
             return q_dot, incoming, dissipated
         planes = self._planes_at(q)
-        pressed = planes.depth(self._acting(q)[0][:, :self.n_contact]) > 0  # at the step's end
+        depth = planes.signed_depth(self._acting(q)[0][:, :self.n_contact])
+        pressed = depth > 0  # at the step's end
         # or within it: an implicit step can hold a whole bounce
         within = pressed if self.pressed is None else pressed | self.pressed
         if self._carried is not None or not bool(torch.isnan(self._meeting[0]).all()):
@@ -819,18 +826,23 @@ class LagrangianSystem:
             starting = starting & (towards > 0)  # a point that reaches while the body moves away brings no impact
             self._impact_normal = torch.where(starting[:, None], normal, self._impact_normal)
             incoming = torch.where(starting, towards, incoming)
-        leaving = ~touching & ~torch.isnan(incoming)
+        n = self._impact_normal
+        rise = ((q_dot[:, :3] - surface) * n).sum(-1)
+        # a learned surface that wobbles off the surface while its centre of mass still comes in is
+        # still in its impact: ended there, the touch that follows would start another with the speed
+        # left then, a fraction of the first's
+        near = torch.where(grounded, depth, -torch.inf).amax(1) > -RETOUCH
+        ended = ~touching & ~((rise < 0) & near)
+        leaving = ended & ~torch.isnan(incoming)
         # a rigid body coming fast is capped at every step of its impact; a learned body only as it
         # leaves: its coordinates take part of the impact and give it back, its contact parts and meets again
         capped = leaving if self.deforms else leaving | (incoming.nan_to_num() > IMPACT_SPEED)
         if not bool(capped.any()):
-            return q_dot, incoming, dissipated
-        n = self._impact_normal
-        rise = ((q_dot[:, :3] - surface) * n).sum(-1)
+            return q_dot, torch.where(ended, torch.nan, incoming), dissipated
         kept = torch.where(capped, torch.minimum(rise, _allowed(self.impact, incoming)), rise)
         dissipated = dissipated + 0.5 * self.masses.sum(-1) * (rise**2 - kept**2)
         q_dot = torch.cat([q_dot[:, :3] + (kept - rise)[:, None] * n, q_dot[:, 3:]], 1)
-        return q_dot, torch.where(~touching, torch.nan, incoming), dissipated
+        return q_dot, torch.where(ended, torch.nan, incoming), dissipated
 
     def _restitute_bodies(self, q_dot, q_dot_before, planes, pressed, within):
         """Newton's law over an impact between two bodies a and b: their centres of mass part along n
