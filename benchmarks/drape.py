@@ -56,7 +56,6 @@ FIT_STEPS = 400
 # edges then strain 2.4 % at the 95th percentile (Blender Cloth's on the table: 1.8 %), 68 % without it
 STRETCH_STIFFNESS = 1e3
 SETTLE_ROUNDS = 20  # of L-BFGS, 40 evaluations each at most; they stop when the energy stays put
-GRAVITY = 9.81
 
 
 def scene():
@@ -82,16 +81,16 @@ def measured(rest, last, faces) -> dict:
             "strain": edge_strain(rest, last, faces)}
 
 
-def settle(decode, start, rest, faces, mass: float, frequency: float, wall=None):
+def settle(decode, start, rest, faces, mass: float, omega2: float, gravity: float, wall=None):
     """The least of the module docstring's E over the coordinates c (from ``start``) and the rigid
     pose, by L-BFGS, from ``rest`` (V, 3, lying on the table; ``decode(start)`` is it) as it lies:
-    ``decode(c)`` (V, 3) is the shape in the body's frame, ``wall(c)`` the solver's wall energy, if
-    any. Returns (the settled vertices (V, 3), the coordinates' norm)."""
+    ``decode(c)`` (V, 3) is the shape in the body's frame, ``omega2`` the springs' omega^2 (s^-2),
+    ``gravity`` g (m/s^2), ``wall(c)`` the solver's wall energy, if any. Returns (the settled vertices
+    (V, 3), the coordinates' norm)."""
     rest = torch.as_tensor(rest, dtype=torch.float64)
     a, b = torch.as_tensor(mesh_edges(faces)).T
     lengths = (rest[a] - rest[b]).norm(dim=1)
     m = mass / len(rest)
-    omega2 = (2 * np.pi * frequency) ** 2
     c = start.detach().clone().requires_grad_(True)
     rotation = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     translation = torch.zeros(3, dtype=torch.float64, requires_grad=True)
@@ -105,7 +104,7 @@ def settle(decode, start, rest, faces, mass: float, frequency: float, wall=None)
         stretch = (y[a] - y[b]).norm(dim=1) / lengths - 1.0
         inside = (x[:, :2].abs().max(1).values < TABLE / 2).to(x.dtype)
         depth = torch.clamp(TOP + THICKNESS - x[:, 2], min=0.0) * inside
-        total = m * (GRAVITY * x[:, 2].sum() + 0.5 * omega2 * (u * u).sum()
+        total = m * (gravity * x[:, 2].sum() + 0.5 * omega2 * (u * u).sum()
                      + 0.5 * Environment.contact_stiffness * (depth * depth).sum()) \
             + 0.5 * STRETCH_STIFFNESS * mass * (stretch * stretch).mean()
         return total + (0.0 if wall is None else wall(c)), x
@@ -169,9 +168,7 @@ def reach(neurok: NeuROK, v, f, conditions, target, directions=()) -> list[dict]
         rows.append({"run": f"fit: {name}", "chamfer": fit.chamfer, "latent_norm": float(fit.coordinates.norm()),
                      **measured(v, shape.to_world(fit.points.numpy().astype(np.float64)), f)})
     above = torch.tensor([0.0, 0.0, v[:, 2].min() - TOP - THICKNESS], dtype=torch.float64)  # the start's height
-    mu = kmap.wall_mass[0]
-    wall = lambda s: 0.5 * kmap.omega2 * mu * radius**2 * ((s * s).sum() / radius**2) ** 3  # the solver's
-    frequency = kmap.omega2**0.5 / (2 * np.pi)
+    wall = lambda s: 0.5 * kmap.omega2 * kmap.wall(s[None])[0]  # the solver's
     settled = {f"solver's {k} coordinates, its wall": (shapes["solver"], rest, wall),
                f"network's full latent ({prior_mean.numel()})": (shapes["network"], latent_rest.to(torch.float64), None)}
     for k_leading in directions:
@@ -181,7 +178,8 @@ def reach(neurok: NeuROK, v, f, conditions, target, directions=()) -> list[dict]
             torch.zeros(k_leading, dtype=torch.float64), None)
     lying = v - above.numpy()
     for name, (decode, start, extra) in settled.items():
-        sheet, norm = settle(lambda c, d=decode: d(c) - above, start, lying, f, conditions.mass, frequency, extra)
+        sheet, norm = settle(lambda c, d=decode: d(c) - above, start, lying, f, conditions.mass, kmap.omega2,
+                             float(np.linalg.norm(conditions.gravity)), extra)
         rows.append({"run": f"settled: {name}", "latent_norm": norm, **measured(lying, sheet, f)})
     return rows
 

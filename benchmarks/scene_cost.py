@@ -28,9 +28,10 @@ from neurok_blender.core.obstacles import closest_on_triangles
 SIZE, FRAMES = 0.3, 48
 
 
-def jelly_box(corner):
-    """A 0.3 m box with each face split into 8 x 8 quads (386 vertices): a mesh the learned map can bend."""
-    v, f = box_mesh((SIZE, SIZE, SIZE), corner)
+def jelly_box(corner, side: float = SIZE):
+    """A cube of ``side`` (m) with each face split into 8 x 8 quads (386 vertices): a mesh the learned
+    map can bend."""
+    v, f = box_mesh((side, side, side), corner)
     for _ in range(3):
         v, f = subdivided(v, f)
     return v, f

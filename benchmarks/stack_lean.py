@@ -15,13 +15,12 @@ sideways. Writes benchmarks/results/stack_lean.{json,md}.
 import torch
 
 from benchmarks import timed, write_results
-from benchmarks.scene_cost import FRAMES, SIZE, lean
+from benchmarks.scene_cost import FRAMES, SIZE, jelly_box, lean
 from neurok_blender.core import Conditions, NeuROK, simulate_scene
-from neurok_blender.core.mesh import box_mesh, subdivided
 
 STEPS = (5, 7, 10, 20)  # a frame, fixed
 GAP = 0.1  # m between the jellies as they start
-SIDES = {"equal": (SIZE,) * 5, "alternating": (SIZE, 0.26) * 2 + (SIZE,), "shrinking": (0.3, 0.28, 0.26, 0.24, 0.22)}
+SIDES = {"equal": (SIZE,) * 5, "alternating": (SIZE, 0.26) * 2 + (SIZE,), "shrinking": (SIZE, 0.28, 0.26, 0.24, 0.22)}
 
 
 def stack(sides, conditions: Conditions) -> list:
@@ -29,10 +28,7 @@ def stack(sides, conditions: Conditions) -> list:
     conditions)."""
     bodies, bottom = [], 0.05
     for side in sides:
-        v, f = box_mesh((side,) * 3, (-side / 2, -side / 2, bottom))
-        for _ in range(3):  # 8 x 8 quads a face, as scene_cost.jelly_box
-            v, f = subdivided(v, f)
-        bodies.append((v, f, conditions))
+        bodies.append((*jelly_box((-side / 2, -side / 2, bottom), side), conditions))
         bottom += side + GAP
     return bodies
 

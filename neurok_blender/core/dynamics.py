@@ -796,11 +796,10 @@ class LagrangianSystem:
         over e v_in is then taken out of the centre of mass's velocity along n (the translation of a
         free body's centre of mass, uncoupled in M from its turning and its deformation), and its
         kinetic energy 1/2 M (v^2 - (e v_in)^2) is returned as dissipated; for a rigid body coming
-        faster than IMPACT_SPEED, at the end of every
-        step of the impact (taken only at its end, a 1 m cube dropped 1 m at restitution 0.3 rose
-        0.105 m where e^2 h is 0.090: its springs pushed it off at 1.9 m/s within the step it left
-        in). Between two bodies the same law holds for their relative velocity, shared as momentum is
-        (``_restitute_bodies``).
+        faster than IMPACT_SPEED, at the end of every step of the impact (taken only at its end, a 1 m
+        cube dropped 1 m at restitution 0.3 rose 0.105 m where e^2 h is 0.090: its springs pushed it
+        off at 1.9 m/s within the step it left in). Between two bodies the same law holds for their
+        relative velocity, shared as momentum is (``_restitute_bodies``).
         Returns (q_dot, incoming, dissipated (B,)).
         """
         dissipated = torch.zeros(q.shape[0], dtype=q.dtype)

@@ -686,9 +686,13 @@ class NeuralBodyMap(KinematicMap):
         (``articulation.py``)."""
         s = q[:, 6:]
         spring = self._springs(*self._held(s))
+        return 0.5 * self._per_body(self.omega2, spring) * (spring + self.wall(s))
+
+    def wall(self, s):
+        """The wall's mu S^2 (|s| / S)^6 per body (B,) at the reduced coordinates s (B, k_q): the
+        potential's term that keeps s where the decoder was trained (module docstring)."""
         radius = self.wall_radius
-        wall = self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
-        return 0.5 * self._per_body(self.omega2, spring) * (spring + wall)
+        return self.wall_mass * radius**2 * ((s * s).sum(1) / radius**2) ** 3
 
     def potential_gradient(self, q):
         """With the quadratic expansion: dV/ds = omega^2 (sum m u . (Y + Z s) + 3 mu |s|^4 s / S^4),
