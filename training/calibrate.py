@@ -17,7 +17,11 @@ each at the ones chosen before:
    material decides how a body deforms, not where it goes after a chaotic bounce. The shape error
    rewards stiffness (a body that barely bends is never bent the wrong way), so ``--objective
    motion`` chooses the frequency instead by how near the median peak shape change comes to the
-   references' (|log ratio|), and ``--objective short`` by the mean vertex error at the short horizon
+   references' (|log ratio|), among the frequencies whose bodies stretch their surfaces no more than
+   STRAIN_ALLOWANCE times the references' (the median of the peak edge strains' ratios, a reference
+   strain counted as at least STRAIN_FLOOR; the least stretching one when none does: a shape change
+   made by stretching a sheet or a hinged part is not the reference's motion), and ``--objective
+   short`` by the mean vertex error at the short horizon
    (``SHORT_HORIZON``, before a chaotic landing's paths part). A SOLID category's
    frequency holds at the geometric mean of M / V^(1/3) over its bodies (``mass_per_length``); a
    PROPORTIONAL one's damping is the rate at stiffness 1 and grows with it (D = beta K);
@@ -45,6 +49,7 @@ import itertools
 import json
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -55,8 +60,8 @@ from neurok_blender.core.material import CategoryMaterial, mass_per_length
 from neurok_blender.core.neural import WALL_MARGIN
 from neurok_blender.core.options import DEFORMABLE
 from neurok_blender.core.reduction import active_subspace
-from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, pick_sequences, positive,
-                                 replay_conditions, shape_errors_over_time)
+from training.evaluation import (SHORT_HORIZON, errors_over_time, frame_at, peak_shape_change, peak_strain,
+                                 pick_sequences, positive, replay_conditions, shape_errors_over_time)
 from training.examples import collate, make_example
 from training.parent_watch import spawned_pool
 from training.train import batch_tensors, load_corpus
@@ -74,6 +79,11 @@ JOINT_DAMPINGS = (2.0, 8.0, 32.0, 128.0, 512.0)  # 1/s; critical at 32 Hz is 2 o
 LEAST_DAMPING_RATIOS = (0.0, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)  # of critical damping (material.damping_rate); JOINTED only
 FAILED_ERROR = 1.0  # a rollout that went non-finite scores as an error of the whole diagonal
 OBJECTIVES = ("error", "motion", "short")  # what chooses the frequency (calibrate_category)
+# "motion" keeps to frequencies whose bodies' peak edge strain is at most this times the references'
+# (the factor the shape change's target allows), a reference's counted as at least STRAIN_FLOOR: a
+# rigid part or a cloth strains its edges by a few thousandths, and a stretch of 2 % is hard to see
+STRAIN_ALLOWANCE = 1.5
+STRAIN_FLOOR = 0.02
 WALL_PERCENTILE = 90  # of the training posteriors' |s| - sqrt(k): inside the wall (wall_margin_of)
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 PROPORTIONAL = ("elastic",)  # categories whose references damp in proportion to their stiffness (MuJoCo flex: beta K)
@@ -84,6 +94,17 @@ MATERIAL_FIELDS = ("frequency", "damping", "yield_strain", "rolling_resistance",
                    "contact_stiffness_ratio")  # CategoryMaterial's
 
 
+class Score(NamedTuple):
+    """What the replays of a material measured (``score``)."""
+
+    shape: float  # mean shape error over the frames and sequences (of the diagonal)
+    vertex: float  # mean vertex error over the frames and sequences (of the diagonal)
+    failed: int  # replays that went non-finite
+    change: float  # median over the sequences of the peak shape change over the reference's
+    short: float  # mean vertex error at SHORT_HORIZON
+    strain: float  # median over the sequences of the peak edge strain over the reference's (``strain_ratio``)
+
+
 def replay(model, sequence, material: CategoryMaterial, frames: int, wall_margin: float = WALL_MARGIN) -> np.ndarray:
     """The neural solver's frames for a sequence's shape and conditions with ``material`` as default."""
     neurok = NeuROK(model, {c: material for c in DEFORMABLE}, wall_margin=wall_margin)
@@ -92,11 +113,12 @@ def replay(model, sequence, material: CategoryMaterial, frames: int, wall_margin
 
 
 def score(model, sequences, material: CategoryMaterial, frames: int, pool=None,
-          wall_margin: float = WALL_MARGIN) -> tuple[float, float, int, float, float]:
+          wall_margin: float = WALL_MARGIN) -> Score:
     """Mean shape error and mean vertex error over the frames and sequences (FAILED_ERROR each for a
     non-finite rollout), the failures, the median over the sequences of the peak shape change's
-    ratio to the reference's (0 for a failure) and the mean vertex error at SHORT_HORIZON (FAILED_ERROR
-    for a failure). With ``pool`` the sequences spread over its
+    ratio to the reference's (0 for a failure), the mean vertex error at SHORT_HORIZON (FAILED_ERROR
+    for a failure) and the median of the peak edge strain's ratio (inf for a failure). With ``pool``
+    the sequences spread over its
     processes, which replay with their own copies of the model, loaded from the same weights
     (``_load_worker``). The solver's wall at ``wall_margin`` (the weights')."""
     jobs = [(sequence, material, frames, wall_margin) for sequence in sequences]
@@ -104,24 +126,32 @@ def score(model, sequences, material: CategoryMaterial, frames: int, pool=None,
         errors = [sequence_errors(model, *job) for job in jobs]
     else:
         errors = list(pool.map(_pooled_errors, jobs))
-    shape, vertex, failed, change, short = zip(*errors)
-    return float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change)), float(np.mean(short))
+    shape, vertex, failed, change, short, strain = zip(*errors)
+    return Score(float(np.mean(shape)), float(np.mean(vertex)), sum(failed), float(np.median(change)),
+                 float(np.mean(short)), float(np.median(strain)))
 
 
 def sequence_errors(model, sequence, material: CategoryMaterial, frames: int,
-                    wall_margin: float = WALL_MARGIN) -> tuple[float, float, bool, float, float]:
+                    wall_margin: float = WALL_MARGIN) -> tuple[float, float, bool, float, float, float]:
     """Mean shape and vertex error of one replay over its frames, whether it went non-finite
-    (FAILED_ERROR each then, and no shape change), its ``peak_shape_change`` over the reference's
-    in the same frames, and its vertex error at SHORT_HORIZON."""
+    (FAILED_ERROR each then, no shape change and an endless strain), its ``peak_shape_change`` over
+    the reference's in the same frames, its vertex error at SHORT_HORIZON and its ``strain_ratio``."""
     try:
         positions = replay(model, sequence, material, frames, wall_margin)
     except SimulationError:
-        return FAILED_ERROR, FAILED_ERROR, True, 0.0, FAILED_ERROR
-    change = peak_shape_change(positions, sequence) / max(peak_shape_change(sequence.positions[:len(positions)], sequence),
-                                                          1e-12)
+        return FAILED_ERROR, FAILED_ERROR, True, 0.0, FAILED_ERROR, np.inf
+    reference = sequence.positions[:len(positions)]
+    change = peak_shape_change(positions, sequence) / max(peak_shape_change(reference, sequence), 1e-12)
     errors = errors_over_time(positions, sequence)  # the vertex error per frame: its mean, and at SHORT_HORIZON
     return (float(shape_errors_over_time(positions, sequence).mean()), float(errors.mean()), False, change,
-            float(errors[frame_at(SHORT_HORIZON, sequence.fps, len(positions))]))
+            float(errors[frame_at(SHORT_HORIZON, sequence.fps, len(positions))]),
+            strain_ratio(positions, reference, sequence))
+
+
+def strain_ratio(positions: np.ndarray, reference: np.ndarray, sequence) -> float:
+    """The replay's ``peak_strain`` over the reference's in the same frames, the latter counted as at
+    least STRAIN_FLOOR."""
+    return peak_strain(positions, sequence) / max(peak_strain(reference, sequence), STRAIN_FLOOR)
 
 
 _worker_model = None  # a pool process's own copy of the model (``_load_worker``)
@@ -132,7 +162,7 @@ def _load_worker(weights: Path) -> None:
     _worker_model = load_model(weights, "cpu")
 
 
-def _pooled_errors(job) -> tuple[float, float, bool, float, float]:
+def _pooled_errors(job) -> tuple[float, float, bool, float, float, float]:
     return sequence_errors(_worker_model, *job)
 
 
@@ -194,7 +224,8 @@ def calibrate(corpus: Path, weights: Path, per_category: int, frames: int, categ
 def calibrate_category(model, category: str, sequences, frames: int, pool, frequencies=FREQUENCIES,
                        dampings=None, objective: str = "error", wall_margin: float = WALL_MARGIN) -> dict:
     """The frequency by shape error (``objective`` "error"), by how far the median peak shape change
-    is from the reference's, |log ratio| ("motion"), or by the vertex error at SHORT_HORIZON ("short");
+    is from the reference's, |log ratio|, among the frequencies that stretch the surface plausibly
+    (``plausible``; "motion"), or by the vertex error at SHORT_HORIZON ("short");
     then by vertex error, for FLOWING categories the damping and yield
     together, then the rolling resistance, then the restitution of the give of their bodies that never
     yield (a continuum's jellies: the references bounce them again and again), for JOINTED ones the
@@ -215,55 +246,72 @@ def calibrate_category(model, category: str, sequences, frames: int, pool, frequ
             trials[key] = result = score(model, sequences, material, frames, pool, wall_margin)
             print(f"  {category} {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, "
                   f"restitution {restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}: "
-                  f"shape error {result[0]:.4f}, vertex error {result[1]:.4f}, shape change ratio {result[3]:.3f}, "
-                  f"vertex error at {SHORT_HORIZON} s {result[4]:.4f}",
+                  f"shape error {result.shape:.4f}, vertex error {result.vertex:.4f}, shape change ratio "
+                  f"{result.change:.3f}, edge strain ratio {result.strain:.2f}, vertex error at {SHORT_HORIZON} s "
+                  f"{result.short:.4f}",
                   flush=True)
         return trials[key]
 
     # one frequency given is kept without replaying it
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    by_motion = lambda f: abs(np.log(max(trial(f, FIRST_DAMPING)[3], 1e-12)))
-    by_shape = lambda f: trial(f, FIRST_DAMPING)[0]
-    by_short = lambda f: trial(f, FIRST_DAMPING)[4]
-    by = {"error": by_shape, "motion": by_motion, "short": by_short}[objective]
-    frequency = frequencies[0] if len(frequencies) == 1 else min(frequencies, key=by)
+    by_motion = lambda f: abs(np.log(max(trial(f, FIRST_DAMPING).change, 1e-12)))
+    by_shape = lambda f: trial(f, FIRST_DAMPING).shape
+    by_short = lambda f: trial(f, FIRST_DAMPING).short
+    if len(frequencies) == 1:
+        frequency = frequencies[0]
+    elif objective == "motion":
+        frequency = min(plausible(frequencies, lambda f: trial(f, FIRST_DAMPING).strain), key=by_motion)
+    else:
+        frequency = min(frequencies, key={"error": by_shape, "short": by_short}[objective])
     grid = tuple(dampings or (JOINT_DAMPINGS if category in JOINTED else DAMPINGS))
     strain, rolling, restitution, ratio = None, 0.0, 0.0, 0.0
     if category in FLOWING or category in JOINTED:
-        damping, strain = min(itertools.product(grid, YIELDS), key=lambda dy: trial(frequency, *dy)[1])
+        damping, strain = min(itertools.product(grid, YIELDS), key=lambda dy: trial(frequency, *dy).vertex)
         if category in FLOWING and strain is not None:  # rigid links flatten no footprint
-            rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r)[1])
+            rolling = min(ROLLINGS, key=lambda r: trial(frequency, damping, strain, r).vertex)
         if category in FLOWING:  # its bodies that never yield (jelly) get the give as elastic solids do
-            restitution = min(RESTITUTIONS, key=lambda e: trial(frequency, damping, strain, rolling, e)[1])
+            restitution = min(RESTITUTIONS, key=lambda e: trial(frequency, damping, strain, rolling, e).vertex)
         if category in JOINTED:
-            ratio = min(LEAST_DAMPING_RATIOS, key=lambda z: trial(frequency, damping, strain, ratio=z)[1])
+            ratio = min(LEAST_DAMPING_RATIOS, key=lambda z: trial(frequency, damping, strain, ratio=z).vertex)
     elif category in SPRINGY:
         damping, restitution = min(itertools.product(grid, RESTITUTIONS),
-                                   key=lambda de: trial(frequency, de[0], restitution=de[1])[1])
+                                   key=lambda de: trial(frequency, de[0], restitution=de[1]).vertex)
     else:
-        damping = min(grid, key=lambda d: trial(frequency, d)[0])
+        damping = min(grid, key=lambda d: trial(frequency, d).shape)
     contact = None
     if category in SOLID:  # a soft solid lands on a patch of itself that gives (material.contact_stiffness)
         contact = min(CONTACT_RATIOS,
-                      key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c)[1])
-    error, vertex, failed, change, short = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
+                      key=lambda c: trial(frequency, damping, strain, rolling, restitution, ratio, c).vertex)
+    chosen = trials[(frequency, damping, strain, rolling, restitution, ratio, contact)]
+    error, vertex, failed = chosen.shape, chosen.vertex, chosen.failed
     report = {"frequency": frequency, "damping": damping, "yield_strain": strain, "rolling_resistance": rolling,
               "restitution": restitution, "least_damping_ratio": ratio,
               "stiffness_proportional": proportional, "mass_per_length": per_length,
-              "contact_stiffness_ratio": contact, "shape_error": error, "vertex_error": vertex,
-              "shape_change_ratio": change, "short_error": short, "objective": objective,
-              "failed": failed, "sequences": [s.shape for s in sequences], "frames": frames,
+              "contact_stiffness_ratio": contact, **_measured(chosen), "objective": objective,
+              "sequences": [s.shape for s in sequences], "frames": frames,
               "trials": [{"frequency": f, "damping": d, "yield_strain": y, "rolling_resistance": r, "restitution": rest,
-                          "least_damping_ratio": z, "contact_stiffness_ratio": c, "shape_error": shape,
-                          "vertex_error": v, "failed": n, "shape_change_ratio": m, "short_error": early}
-                         for (f, d, y, r, rest, z, c), (shape, v, n, m, early) in trials.items()],
+                          "least_damping_ratio": z, "contact_stiffness_ratio": c, **_measured(result)}
+                         for (f, d, y, r, rest, z, c), result in trials.items()],
               "seconds": round(time.perf_counter() - began, 1)}
     print(f"{category}: {frequency} Hz, {damping}/s, yield strain {strain}, rolling resistance {rolling}, restitution "
           f"{restitution}, least damping ratio {ratio}, contact stiffness ratio {contact}, mean shape error "
           f"{error:.4f} of the diagonal (vertex error {vertex:.4f}), {failed} non-finite ({len(sequences)} sequences, "
           f"{report['seconds']} s)", flush=True)
     return report
+
+
+def plausible(frequencies, strain_of) -> list:
+    """The frequencies whose ``strain_of`` (the median ratio of the replays' peak edge strain to the
+    references') is at most STRAIN_ALLOWANCE or, when none is, the one of the least."""
+    kept = [f for f in frequencies if strain_of(f) <= STRAIN_ALLOWANCE]
+    return kept or [min(frequencies, key=strain_of)]
+
+
+def _measured(result: Score) -> dict:
+    """A score's report fields."""
+    return {"shape_error": result.shape, "vertex_error": result.vertex, "failed": result.failed,
+            "shape_change_ratio": result.change, "short_error": result.short, "strain_ratio": result.strain}
 
 
 def mean_mass_per_length(sequences) -> float:
@@ -291,8 +339,9 @@ def store(weights: Path, report: dict) -> None:
 def table(report: dict) -> str:
     lines = ["| category | frequency (Hz) | damping (1/s) | yield strain | rolling resistance | restitution "
              "| least damping ratio | at mass per length (kg/m) | contact stiffness / omega^2 "
-             "| mean shape error / diagonal | mean vertex error / diagonal | non-finite | sequences x frames |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| mean shape error / diagonal | mean vertex error / diagonal | peak shape change / reference's "
+             "| peak edge strain / reference's | non-finite | sequences x frames |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for category in (c for c in DEFORMABLE if c in report):
         r = report[category]
         strain = "never" if r.get("yield_strain") is None else r["yield_strain"]
@@ -302,13 +351,19 @@ def table(report: dict) -> str:
                      f"| {'any' if r.get('mass_per_length') is None else round(r['mass_per_length'], 3)} "
                      f"| {'default' if r.get('contact_stiffness_ratio') is None else r['contact_stiffness_ratio']} "
                      f"| {r['shape_error']:.4f} "
-                     f"| {r['vertex_error']:.4f} | {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
+                     f"| {r['vertex_error']:.4f} | {_ratio(r.get('shape_change_ratio'))} | {_ratio(r.get('strain_ratio'))} "
+                     f"| {r['failed']} | {len(r['sequences'])} x {r['frames']} |")
     if "reach_percentiles" in report:
         reach = report["reach_percentiles"]
         lines.append(f"\nPosterior |s| of {report['reach_examples']} training examples in their shapes' reduced "
                      f"coordinates, percentiles 50 / 90 / 99: {reach['50']:.2f} / {reach['90']:.2f} / {reach['99']:.2f}"
                      + (f"; the solver's wall at sqrt(k) + {report['wall_margin']:.2f}." if "wall_margin" in report else "."))
     return "\n".join(lines)
+
+
+def _ratio(value) -> str:
+    """A median ratio for the table; a report from before it was measured has none."""
+    return "not measured" if value is None else f"{value:.2f}"
 
 
 def main():

@@ -106,15 +106,16 @@ def _landscape(monkeypatch):
     """A made-up score: the shape error is least at 8 Hz and 32 /s; the vertex error is least at 0.5 /s
     with a yield of 0.02, as when a yield dissipates what the damping otherwise must, a rolling
     resistance of 0.5, a restitution of 0.3, a least damping ratio of 1 and a contact stiffness of 16
-    omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it; the
-    vertex error at the short horizon is least at 4 Hz."""
+    omega^2; the shape changes as the reference's at 1 Hz and as 1 / frequency, as springs hold it, and
+    the edges stretch as much as the reference's; the vertex error at the short horizon is least at 4 Hz."""
     def score(model, sequences, material, frames, pool=None, wall_margin=None):
         shape = abs(np.log2(material.frequency / 8.0)) + 0.01 * abs(np.log2(material.damping / 32.0))
         vertex = (abs(np.log2(material.damping / 0.5)) + (1.0 if material.yield_strain != 0.02 else 0.0)
                   + 0.1 * abs(material.rolling_resistance - 0.5) + 0.1 * abs(material.restitution - 0.3)
                   + 0.1 * abs(material.least_damping_ratio - 1.0)
                   + 0.1 * (material.contact_stiffness_ratio != 16.0))
-        return shape, vertex, 0, 1.0 / material.frequency, abs(np.log2(material.frequency / 4.0))
+        return calibrate.Score(shape, vertex, 0, 1.0 / material.frequency, abs(np.log2(material.frequency / 4.0)),
+                               1.0)
     monkeypatch.setattr(calibrate, "score", score)
 
 
@@ -152,6 +153,34 @@ def test_the_motion_objective_takes_the_frequency_whose_shape_change_is_the_refe
     assert report["objective"] == "motion" and report["shape_change_ratio"] == 1.0
     with pytest.raises(ValueError, match="objective"):
         calibrate_category(None, "articulated", [SimpleNamespace(shape="a")], 10, None, objective="looks")
+
+
+def test_the_motion_objective_keeps_to_frequencies_that_stretch_the_surface_no_more_than_the_references(
+        monkeypatch):
+    """A shape change made by stretching is not the reference's: where the edges strain as 3 / frequency
+    times the reference's, "motion" takes the frequency of the nearest shape change among those within
+    STRAIN_ALLOWANCE (2 Hz, not 1), and the least stretching one when none is within it."""
+    _landscape(monkeypatch)
+    landscape = calibrate.score
+    stretching = lambda factor: lambda *args, **kwargs: landscape(*args, **kwargs)._replace(
+        strain=factor / args[2].frequency)
+    monkeypatch.setattr(calibrate, "score", stretching(3.0))
+    report = calibrate_category(None, "cloth", [SimpleNamespace(shape="a")], 10, None, objective="motion")
+    assert report["frequency"] == 2.0 and report["shape_change_ratio"] == 0.5 and report["strain_ratio"] == 1.5
+    monkeypatch.setattr(calibrate, "score", stretching(1e3))
+    report = calibrate_category(None, "cloth", [SimpleNamespace(shape="a")], 10, None, objective="motion")
+    assert report["frequency"] == max(calibrate.FREQUENCIES)
+    assert "| 0.03 | 31.25 |" in calibrate.table({"cloth": report})  # shape change and strain, against the references'
+
+
+def test_the_strain_ratio_counts_a_rigid_reference_as_straining_the_floor():
+    """A reference whose edges keep their lengths (rigid parts) is counted as straining STRAIN_FLOOR: a
+    replay that stretches its edges by 3 % reads 1.5, one of rigid motion 0."""
+    rest = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    sequence = SimpleNamespace(rest_vertices=rest, faces=np.array([[0, 1, 2]]))
+    still = np.stack([rest, rest + 0.5])
+    assert calibrate.strain_ratio(1.03 * still, still, sequence) == pytest.approx(0.03 / calibrate.STRAIN_FLOOR)
+    assert calibrate.strain_ratio(still + 1.0, still, sequence) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_the_short_objective_takes_the_frequency_whose_early_path_is_the_references(monkeypatch):
