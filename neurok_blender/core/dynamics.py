@@ -39,8 +39,8 @@ OVERDAMPED = 3.0
 # a slower bounce rises at most IMPACT_SPEED^2 / 2 g = 2 mm
 IMPACT_SPEED = 0.2
 # m: a contact point this close to the surface it left, while its body's centre of mass still comes
-# towards it, keeps the body in its impact (restitute): a soft jelly's squashed face springs back up
-# to about a millimetre off the ground while the body still sinks
+# towards it (or towards the other body's), keeps the body in its impact (restitute, _restitute_bodies):
+# a soft jelly's squashed face springs back up to about a millimetre off the ground while the body still sinks
 RETOUCH = 5e-3
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
@@ -811,7 +811,7 @@ class LagrangianSystem:
         # or within it: an implicit step can hold a whole bounce
         within = pressed if self.pressed is None else pressed | self.pressed
         if self._carried is not None or not bool(torch.isnan(self._meeting[0]).all()):
-            q_dot, dissipated = self._restitute_bodies(q_dot, q_dot_before, planes, pressed, within)
+            q_dot, dissipated = self._restitute_bodies(q_dot, q_dot_before, planes, depth, within)
         grounded = planes.owner < 0  # the ground's and the colliders' planes
         touching = (pressed & grounded).any(1)  # at the step's end
         reached = within & grounded
@@ -843,16 +843,18 @@ class LagrangianSystem:
         q_dot = torch.cat([q_dot[:, :3] + (kept - rise)[:, None] * n, q_dot[:, 3:]], 1)
         return q_dot, torch.where(ended, torch.nan, incoming), dissipated
 
-    def _restitute_bodies(self, q_dot, q_dot_before, planes, pressed, within):
+    def _restitute_bodies(self, q_dot, q_dot_before, planes, depth, within):
         """Newton's law over an impact between two bodies a and b: their centres of mass part along n
         at most e = sqrt(e_a e_b) times as fast as they met, v_out <= e v_in for the relative velocity
         (v_a - v_b) . n, n the mean normal of the planes their points reached on each other (from b
         towards a). The impact begins at the step within which a point of one reaches the other
         (``within`` (B, P), v_in from the velocities the step began with) while they close (v_in > 0:
         surfaces that touch as the bodies part bring none, ``restitute``) and ends at the first step
-        that ends with none reached (``pressed``); the excess is then taken out as an impulse between
-        the two, -mu (rise - kept) on a and the opposite on b (mu = M_a M_b / (M_a + M_b)), so momentum
-        is kept, and each body's loss of kinetic energy is returned as dissipated (B,)."""
+        that ends with none reached (``depth`` (B, P) > 0), unless a point lies within RETOUCH of the
+        other while they still close (as against the ground: a learned face springing off midway);
+        the excess is then taken out as an impulse between the two, -mu (rise - kept) on a and the
+        opposite on b (mu = M_a M_b / (M_a + M_b)), so momentum is kept, and each body's loss of
+        kinetic energy is returned as dissipated (B,)."""
         b = q_dot.shape[0]
         owned = planes.owner >= 0
         rows = torch.arange(b)[:, None].expand_as(planes.owner)
@@ -865,8 +867,8 @@ class LagrangianSystem:
                 (rows[mask], planes.owner[mask]), planes.normal[mask], accumulate=True)
             return touching | touching.T, normals - normals.transpose(0, 1)
 
-        apart, _ = met(pressed)
-        apart = ~apart
+        pressed, _ = met(depth > 0)
+        near, _ = met(depth > -RETOUCH)
         meeting, normals = met(within)
         incoming, normal = self._meeting
         starting = meeting & torch.isnan(incoming)
@@ -876,11 +878,11 @@ class LagrangianSystem:
             starting = starting & (closing > 0)  # surfaces that meet while the bodies part bring no impact
             normal = torch.where(starting[..., None], unit, normal)
             incoming = torch.where(starting, closing, incoming)
-        leaving = apart & ~torch.isnan(incoming)
+        rise = ((q_dot[:, None, :3] - q_dot[None, :, :3]) * normal).sum(-1)
+        leaving = ~pressed & ~((rise < 0) & near) & ~torch.isnan(incoming)
         dissipated = torch.zeros(b, dtype=q_dot.dtype)
         if bool(leaving.any()):
             mass = self.masses.sum(-1)
-            rise = ((q_dot[:, None, :3] - q_dot[None, :, :3]) * normal).sum(-1)
             restitution = torch.sqrt(self.impact[:, None] * self.impact[None, :])
             excess = torch.where(leaving, (rise - _allowed(restitution, incoming)).clamp(min=0.0), 0.0)
             share = mass[None, :] / (mass[:, None] + mass[None, :])  # M_b / (M_a + M_b) of a's row
