@@ -46,3 +46,9 @@ def load_worker_neurok(weights) -> None:
 def worker_neurok():
     """The model ``load_worker_neurok`` loaded in this pool process."""
     return _worker_neurok
+
+
+def weights_label(weights: Path) -> str:
+    """The weights' path from the working folder (the repository's root), or their name: no machine's path."""
+    path = Path(weights).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else path.name

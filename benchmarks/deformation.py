@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import results_name, write_results
+from benchmarks import results_name, weights_label, write_results
 from neurok_blender.core import NeuROK, SimulationError
 from neurok_blender.core.checkpoint import load_model, read_checkpoint
 from neurok_blender.core.neurok import WEIGHTS
@@ -86,15 +86,9 @@ def evaluate(weights: Path, corpus: Path, chosen: dict, fallback: dict, wall_mar
     error, still = heldout_error(weights, load_corpus(corpus, "heldout"))
     reach, _ = latent_reach(neurok.model, corpus, examples=REACH_EXAMPLES)
     rows = {category: [sequence_row(neurok, s, **changes) for s in sequences] for category, sequences in chosen.items()}
-    return {"weights": _label(weights), "heldout_error": error, "no_deformation": still,
+    return {"weights": weights_label(weights), "heldout_error": error, "no_deformation": still,
             "reach": [float(np.percentile(reach, p)) for p in (50, 90, 99)], "wall_margin": neurok.wall_margin, "rows": rows,
             "seconds": time.perf_counter() - began}
-
-
-def _label(weights: Path) -> str:
-    """The weights' path from the working folder (the repository's root), or their name: no machine's path."""
-    path = Path(weights).resolve()
-    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else path.name
 
 
 def tables(results: list[dict], rigid: dict) -> str:
