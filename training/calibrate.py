@@ -149,9 +149,13 @@ def sequence_errors(model, sequence, material: CategoryMaterial, frames: int,
 
 
 def strain_ratio(positions: np.ndarray, reference: np.ndarray, sequence) -> float:
-    """The replay's ``peak_strain`` over the reference's in the same frames, the latter counted as at
-    least STRAIN_FLOOR."""
-    return peak_strain(positions, sequence) / max(peak_strain(reference, sequence), STRAIN_FLOOR)
+    """The replay's ``peak_strain`` over the reference's in the same frames (``strain_over``)."""
+    return strain_over(peak_strain(positions, sequence), peak_strain(reference, sequence))
+
+
+def strain_over(strain: float, reference: float) -> float:
+    """A peak edge strain over the reference's, the latter counted as at least STRAIN_FLOOR."""
+    return strain / max(reference, STRAIN_FLOOR)
 
 
 _worker_model = None  # a pool process's own copy of the model (``_load_worker``)

@@ -831,7 +831,7 @@ class LagrangianSystem:
         # still in its impact: ended there, the touch that follows would start another with the speed
         # left then, a fraction of the first's
         near = torch.where(grounded, depth, -torch.inf).amax(1) > -RETOUCH
-        ended = ~touching & ~((rise < 0) & near)
+        ended = _impact_ends(touching, near, rise)
         leaving = ended & ~torch.isnan(incoming)
         # a rigid body coming fast is capped at every step of its impact; a learned body only as it
         # leaves: its coordinates take part of the impact and give it back, its contact parts and meets again
@@ -879,7 +879,7 @@ class LagrangianSystem:
             normal = torch.where(starting[..., None], unit, normal)
             incoming = torch.where(starting, closing, incoming)
         rise = ((q_dot[:, None, :3] - q_dot[None, :, :3]) * normal).sum(-1)
-        leaving = ~pressed & ~((rise < 0) & near) & ~torch.isnan(incoming)
+        leaving = _impact_ends(pressed, near, rise) & ~torch.isnan(incoming)
         dissipated = torch.zeros(b, dtype=q_dot.dtype)
         if bool(leaving.any()):
             mass = self.masses.sum(-1)
@@ -1263,6 +1263,12 @@ def _pin_stiffness(stiffness, masses, jacobian):
     """K = k sum_p m_p J_p^T J_p (B, n, n): the pins' springs f_p = -k m_p (x_p - a_p) on the coordinates,
     from their masses (B, N) and Jacobians (B, N, 3, n)."""
     return torch.einsum("bp,bpin,bpim->bnm", stiffness * masses, jacobian, jacobian)
+
+
+def _impact_ends(pressed, near, rise):
+    """Whether an impact is over: no point pressed at the step's end, and none within RETOUCH of the
+    surface while the bodies still close (``rise`` < 0, the speed apart along the impact's normal)."""
+    return ~pressed & ~((rise < 0) & near)
 
 
 def _allowed(restitution, incoming):
