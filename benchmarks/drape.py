@@ -81,18 +81,20 @@ def measured(rest, last, faces) -> dict:
             "strain": edge_strain(rest, last, faces)}
 
 
-def settle(decode, start, rest, faces, mass: float, omega2: float, gravity: float, wall=None):
+def settle(decode, start, rest, faces, mass: float, omega2: float, gravity: float, support, wall=None,
+           turn=(0.0, 0.0, 0.0)):
     """The least of the module docstring's E over the coordinates c (from ``start``) and the rigid
-    pose, by L-BFGS, from ``rest`` (V, 3, lying on the table; ``decode(start)`` is it) as it lies:
-    ``decode(c)`` (V, 3) is the shape in the body's frame, ``omega2`` the springs' omega^2 (s^-2),
-    ``gravity`` g (m/s^2), ``wall(c)`` the solver's wall energy, if any. Returns (the settled vertices
-    (V, 3), the coordinates' norm)."""
+    pose, by L-BFGS: ``decode(c)`` (V, 3) is the shape in the body's frame (``rest`` at ``start``),
+    ``omega2`` the springs' omega^2 (s^-2), ``gravity`` g (m/s^2), ``support(x)`` the energy (J) of what
+    holds the sheet at the world positions x (V, 3), ``wall(c)`` the solver's wall energy, if any. The
+    pose turns about the shape's centroid, starting turned by the rotation vector ``turn`` and moved so
+    that the centroid stays put. Returns (the settled vertices (V, 3), the coordinates' norm)."""
     rest = torch.as_tensor(rest, dtype=torch.float64)
     a, b = torch.as_tensor(mesh_edges(faces)).T
     lengths = (rest[a] - rest[b]).norm(dim=1)
     m = mass / len(rest)
     c = start.detach().clone().requires_grad_(True)
-    rotation = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    rotation = torch.tensor(turn, dtype=torch.float64, requires_grad=True)
     translation = torch.zeros(3, dtype=torch.float64, requires_grad=True)
 
     def energy():
@@ -102,11 +104,8 @@ def settle(decode, start, rest, faces, mass: float, omega2: float, gravity: floa
         u = y - rest
         u = u - u.mean(0)
         stretch = (y[a] - y[b]).norm(dim=1) / lengths - 1.0
-        inside = (x[:, :2].abs().max(1).values < TABLE / 2).to(x.dtype)
-        depth = torch.clamp(TOP + THICKNESS - x[:, 2], min=0.0) * inside
-        total = m * (gravity * x[:, 2].sum() + 0.5 * omega2 * (u * u).sum()
-                     + 0.5 * Environment.contact_stiffness * (depth * depth).sum()) \
-            + 0.5 * STRETCH_STIFFNESS * mass * (stretch * stretch).mean()
+        total = m * (gravity * x[:, 2].sum() + 0.5 * omega2 * (u * u).sum()) \
+            + 0.5 * STRETCH_STIFFNESS * mass * (stretch * stretch).mean() + support(x)
         return total + (0.0 if wall is None else wall(c)), x
 
     optimizer = torch.optim.LBFGS([c, rotation, translation], max_iter=40, line_search_fn="strong_wolfe")
@@ -128,6 +127,15 @@ def settle(decode, start, rest, faces, mass: float, omega2: float, gravity: floa
         return energy()[1].numpy(), float(c.norm())
 
 
+def table_top(mass: float, count: int):
+    """The table's top pushing up on the vertices over it: 1/2 k_c sum_i m_i d_i^2 (J) at depth d_i."""
+    def support(x):
+        inside = (x[:, :2].abs().max(1).values < TABLE / 2).to(x.dtype)
+        depth = torch.clamp(TOP + THICKNESS - x[:, 2], min=0.0) * inside
+        return 0.5 * mass / count * Environment.contact_stiffness * (depth * depth).sum()
+    return support
+
+
 def reference(v, f, table) -> np.ndarray:
     """Blender Cloth's sheet at 2 s (V, 3)."""
     from training.reference.cloth import simulate_cloth
@@ -136,52 +144,73 @@ def reference(v, f, table) -> np.ndarray:
     return run.positions[-1].astype(np.float64)
 
 
-def reach(neurok: NeuROK, v, f, conditions, target, directions=()) -> list[dict]:
-    """The fits of ``target`` (V, 3, world) and the settled sheets described above, each with its
-    measures; with ``directions``, the network settled on that many leading directions of its active
-    subspace too (``reduction.active_subspace``, the solver's choice before its mass and mirror blocks)."""
+def decoders(neurok: NeuROK, v, f, conditions, category: str = "cloth"):
+    """The body's map and its shapes in the body's frame (V, 3, world; ``v`` at c = 0) as functions of
+    coordinates c: ``"solver"`` of the solver's reduced coordinates, ``"network"`` of the network's full
+    latent (c = z - mu_cond), and ``leading(k)`` the network on its k leading active directions
+    (``reduction.active_subspace``, the solver's choice before its mass and mirror blocks) with its
+    rest coordinates. Returns (kmap, the prepared shape, the shapes, leading)."""
     shape = prepare_shape(v, f, neurok.model.config)
-    goal = torch.as_tensor(shape.to_model(target), dtype=torch.float32)
-    kmap, _ = neurok.body(v, f, conditions, "cloth")
+    kmap, _ = neurok.body(v, f, conditions, category)
     kmap.attach(OUTPUT, torch.as_tensor(v)[None], output=True)
     with torch.no_grad():
         features, query_features, queries = shape_tensors(neurok.model, shape)
         prior_mean, tokens = neurok.model.prior(features)
     network = latent_decoder(neurok.model, prior_mean, tokens, query_features, queries,
                              torch.as_tensor(shape.vertices, dtype=torch.float32), shape.skin)
-    latent_rest = torch.zeros_like(prior_mean)
     with torch.no_grad():
-        at_rest = network(latent_rest).to(torch.float64)
-    shapes = {  # c -> the shape in the body's frame (V, 3, world), v at c = 0
-        "solver": lambda s: kmap.deformed(s[None], OUTPUT)[0],
-        "network": lambda z: torch.as_tensor(v) + shape.scale * (network(z.to(torch.float32)).to(torch.float64) - at_rest)}
+        at_rest = network(torch.zeros_like(prior_mean)).to(torch.float64)
+    shapes = {
+        "solver": (lambda s: kmap.deformed(s[None], OUTPUT)[0], torch.zeros(kmap.reduced_size, dtype=torch.float64)),
+        "network": (lambda z: torch.as_tensor(v) + shape.scale * (network(z.to(torch.float32)).to(torch.float64) - at_rest),
+                    torch.zeros(prior_mean.shape, dtype=torch.float64))}
+
+    def leading(k: int):
+        basis = active_subspace(neurok.model, prior_mean, tokens, query_features, coordinates=k).basis
+        return (lambda s: shapes["network"][0](torch.einsum("i,ilc->lc", s.to(basis.dtype), basis)),
+                torch.zeros(k, dtype=torch.float64))
+
+    return kmap, shape, shapes, leading
+
+
+def reach(neurok: NeuROK, v, f, conditions, target, directions=()) -> list[dict]:
+    """The fits of ``target`` (V, 3, world) and the settled sheets described above, each with its
+    measures; with ``directions``, the network settled on that many leading directions of its active
+    subspace too."""
+    kmap, shape, shapes, leading = decoders(neurok, v, f, conditions)
+    goal = torch.as_tensor(shape.to_model(target), dtype=torch.float32)
     center = torch.as_tensor(shape.center)
-    in_model_units = {name: (lambda c, d=decode: ((d(c) - center) / shape.scale).float()) for name, decode in shapes.items()}
-    rest = torch.zeros(kmap.reduced_size, dtype=torch.float64)  # s at the rest shape
+    in_model_units = {name: (lambda c, d=decode: ((d(c) - center) / shape.scale).float())
+                      for name, (decode, _) in shapes.items()}
     k, radius = kmap.reduced_size, kmap.wall_radius
-    fits = {f"solver's {k} coordinates, inside the wall ({radius:.1f})": ("solver", rest, radius),
-            f"solver's {k} coordinates, free": ("solver", rest, None),
-            f"network's full latent ({prior_mean.numel()}), free": ("network", latent_rest, None)}
+    fits = {f"solver's {k} coordinates, inside the wall ({radius:.1f})": ("solver", radius),
+            f"solver's {k} coordinates, free": ("solver", None),
+            f"network's full latent ({shapes['network'][1].numel()}), free": ("network", None)}
     rows = []
-    for name, (decoder, start, bound) in fits.items():
+    for name, (decoder, bound) in fits.items():
+        start = shapes[decoder][1].to(torch.float32 if decoder == "network" else torch.float64)
         fit = fit_pose(in_model_units[decoder], start, goal, radius=bound, steps=FIT_STEPS)
         rows.append({"run": f"fit: {name}", "chamfer": fit.chamfer, "latent_norm": float(fit.coordinates.norm()),
                      **measured(v, shape.to_world(fit.points.numpy().astype(np.float64)), f)})
     above = torch.tensor([0.0, 0.0, v[:, 2].min() - TOP - THICKNESS], dtype=torch.float64)  # the start's height
-    wall = lambda s: 0.5 * kmap.omega2 * kmap.wall(s[None])[0]  # the solver's
-    settled = {f"solver's {k} coordinates, its wall": (shapes["solver"], rest, wall),
-               f"network's full latent ({prior_mean.numel()})": (shapes["network"], latent_rest.to(torch.float64), None)}
-    for k_leading in directions:
-        basis = active_subspace(neurok.model, prior_mean, tokens, query_features, coordinates=k_leading).basis
-        settled[f"network on its {k_leading} leading directions"] = (
-            lambda s, a=basis: shapes["network"](torch.einsum("i,ilc->lc", s.to(a.dtype), a)),
-            torch.zeros(k_leading, dtype=torch.float64), None)
     lying = v - above.numpy()
-    for name, (decode, start, extra) in settled.items():
+    support = table_top(conditions.mass, len(v))
+    for name, (decode, start, wall) in settled_ways(kmap, shapes, leading, directions).items():
         sheet, norm = settle(lambda c, d=decode: d(c) - above, start, lying, f, conditions.mass, kmap.omega2,
-                             float(np.linalg.norm(conditions.gravity)), extra)
+                             float(np.linalg.norm(conditions.gravity)), support, wall)
         rows.append({"run": f"settled: {name}", "latent_norm": norm, **measured(lying, sheet, f)})
     return rows
+
+
+def settled_ways(kmap, shapes, leading, directions) -> dict:
+    """name -> (decode, start, wall energy or None): the solver's coordinates with its wall, the
+    network's full latent, and the network on each of ``directions`` leading directions."""
+    ways = {f"solver's {kmap.reduced_size} coordinates, its wall":
+            (*shapes["solver"], lambda s: 0.5 * kmap.omega2 * kmap.wall(s[None])[0]),
+            f"network's full latent ({shapes['network'][1].numel()})": (*shapes["network"], None)}
+    for k in directions:
+        ways[f"network on its {k} leading directions"] = (*leading(k), None)
+    return ways
 
 
 def evaluate(weights: list[str], directions=()) -> list[dict]:
