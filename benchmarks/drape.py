@@ -244,8 +244,9 @@ def markdown(rows) -> str:
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command_line(doc: str, name: str, evaluate, markdown) -> None:
+    """The command line of the sheet benchmarks: ``evaluate(weights, directions)`` rows, written as ``name``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--weights", nargs="+", default=["shipped"], help="checkpoints, or 'shipped'")
     parser.add_argument("--directions", nargs="*", type=int, default=[],
                         help="settle the network on these numbers of its leading active directions too")
@@ -254,7 +255,11 @@ def main():
     rows = evaluate(a.weights, a.directions)
     text = markdown(rows)
     print(text)
-    write_results("drape", text, rows=rows)
+    write_results(name, text, rows=rows)
+
+
+def main():
+    command_line(__doc__, "drape", evaluate, markdown)
 
 
 if __name__ == "__main__":

@@ -20,16 +20,14 @@ k leading active directions. Weights without calibrated materials run with the s
 benchmarks/results/hang.{json,md}.
 """
 
-import argparse
 import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from benchmarks import write_results
 from benchmarks.deformation import with_materials
-from benchmarks.drape import decoders, settle, settled_ways
+from benchmarks.drape import command_line, decoders, settle, settled_ways
 from benchmarks.scene_pictures import scenes
 from neurok_blender.core import NeuROK, simulate
 from neurok_blender.core.checkpoint import read_checkpoint
@@ -119,16 +117,7 @@ def markdown(rows) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--weights", nargs="+", default=["shipped"], help="checkpoints, or 'shipped'")
-    parser.add_argument("--directions", nargs="*", type=int, default=[],
-                        help="settle the network on these numbers of its leading active directions too")
-    a = parser.parse_args()
-    torch.set_num_threads(1)
-    rows = evaluate(a.weights, a.directions)
-    text = markdown(rows)
-    print(text)
-    write_results("hang", text, rows=rows)
+    command_line(__doc__, "hang", evaluate, markdown)
 
 
 if __name__ == "__main__":
