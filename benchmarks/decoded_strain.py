@@ -23,12 +23,12 @@ from scipy.spatial.transform import Rotation
 
 from benchmarks import weights_label, write_results
 from neurok_blender.core.checkpoint import load_model
+from neurok_blender.core.neurok import WEIGHTS
 from neurok_blender.core.skinning import deform, skinning
 from training.evaluation import positive
 from training.examples import EVALUATION_POINTS
 from training.train import batch_tensors, draw_batch, load_corpus
 
-WEIGHTS = Path(__file__).resolve().parent.parent / "neurok_blender" / "weights" / "neurok.pt"
 MEASURED = 512  # evaluation points whose pairs are measured; the others can serve as query points
 NEIGHBOURS = 6  # pairs per measured point
 FITTED = 8  # neighbouring queries a query's rotation is fitted to

@@ -144,14 +144,15 @@ def reference(v, f, table) -> np.ndarray:
     return run.positions[-1].astype(np.float64)
 
 
-def decoders(neurok: NeuROK, v, f, conditions, category: str = "cloth"):
-    """The body's map and its shapes in the body's frame (V, 3, world; ``v`` at c = 0) as functions of
-    coordinates c: ``"solver"`` of the solver's reduced coordinates, ``"network"`` of the network's full
-    latent (c = z - mu_cond), and ``leading(k)`` the network on its k leading active directions
-    (``reduction.active_subspace``, the solver's choice before its mass and mirror blocks) with its
-    rest coordinates. Returns (kmap, the prepared shape, the shapes, leading)."""
+def decoders(neurok: NeuROK, v, f, conditions):
+    """The sheet's map (category cloth) and its shapes in the body's frame (V, 3, world; ``v`` at
+    c = 0) as functions of coordinates c: ``"solver"`` of the solver's reduced coordinates,
+    ``"network"`` of the network's full latent (c = z - mu_cond), and ``leading(k)`` the network on its
+    k leading active directions (``reduction.active_subspace``, the solver's choice before its mass and
+    mirror blocks), each with its rest coordinates. Returns (kmap, the prepared shape, the shapes,
+    leading)."""
     shape = prepare_shape(v, f, neurok.model.config)
-    kmap, _ = neurok.body(v, f, conditions, category)
+    kmap, _ = neurok.body(v, f, conditions, "cloth")
     kmap.attach(OUTPUT, torch.as_tensor(v)[None], output=True)
     with torch.no_grad():
         features, query_features, queries = shape_tensors(neurok.model, shape)
