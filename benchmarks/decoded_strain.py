@@ -2,6 +2,7 @@
 shapes against the targets', and what the skinning itself can hold.
 
     .venv/bin/python -m benchmarks.decoded_strain CORPUS [--weights W ...] [--examples 48] [--queries 128 256 512]
+                                                      [--tag T]
 
 On ``--examples`` frame pairs of each category's held-out sequences of CORPUS (drawn as training draws
 them, unaugmented, the second frame by its shape change), the last MEASURED of the 1,024 evaluation
@@ -11,7 +12,7 @@ carried by the skinning from N of the other evaluation points as query points (t
 each query's rotation the best fit to its neighbours' translations: the least strain skinning from N
 queries leaves), and the decoded shape of the posterior mean for each weights. Medians and 95th
 percentiles; the 95th takes in pairs across a fold or two parts, which the target strains too.
-Writes benchmarks/results/decoded_strain.{json,md}.
+Writes benchmarks/results/decoded_strain{_TAG}.{json,md}.
 """
 
 import argparse
@@ -132,13 +133,14 @@ def main():
     parser.add_argument("--examples", type=positive, default=48, help="frame pairs per category")
     parser.add_argument("--queries", type=positive, nargs="+", default=[128, 256, 512],
                         help="query counts the skinned target is carried from (at most 512)")
+    parser.add_argument("--tag", default=None, help="results as decoded_strain_TAG (a run kept beside the others)")
     a = parser.parse_args()
     if max(a.queries) > EVALUATION_POINTS - MEASURED:
         parser.error(f"--queries: at most {EVALUATION_POINTS - MEASURED} (the evaluation points not measured)")
     results = measure(a.corpus, a.weights, a.examples, a.queries)
     text = table(results, a.queries)
     print(text)
-    write_results("decoded_strain", text, results=results)
+    write_results("decoded_strain" + (f"_{a.tag}" if a.tag else ""), text, results=results)
 
 
 if __name__ == "__main__":

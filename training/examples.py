@@ -2,9 +2,13 @@
 
 One example: the mesh at frame a is the static shape M0; frame b, moved rigidly back onto frame a
 (mass-weighted Kabsch), is the deformation target, because the solver carries rigid motion in its
-own coordinates (p, R) and the model only has to learn the rest. Augmentation: a random turn about
-the gravity axis, a random stretch along each axis (a new shape, deformed consistently), and fresh
-random point samples every time.
+own coordinates (p, R) and the model only has to learn the rest. Augmentation (``augmentation``): a
+random turn about the gravity axis, fresh random point samples every time, and for solids and
+continua a random stretch along each axis (a new shape, deformed as a stretched body of the same
+material might be), applied after frame b is moved back: a stretch does not commute with a turn, so
+stretched frames A x_a, A R x_a of a body that only tumbled would differ by a shear. Sheets and
+hinged objects are turned only: their simulators keep edge lengths and parts rigid, and a stretch
+scales an edge that a fold or a swinging part turns from x towards z by e^(s_z - s_x).
 
 Pairs are drawn uniformly over the frames, or (``pairs="by-change"``) with frame b drawn in proportion
 to its shape change c_b from the first frame (after the best rigid fit, over the diagonal) plus
@@ -25,6 +29,8 @@ from training.corpus.sequence import Sequence
 REST_FRAME_SHARE = 0.5  # how often M0 is the first frame (the artist's rest mesh), else any frame
 EVALUATION_POINTS = 1024
 PAIRS = ("uniform", "by-change")  # how an example's frame b is drawn
+KEEPS_LENGTHS = ("articulated", "cloth")  # categories turned, never stretched
+AUGMENTATION = "turn; aligned, then stretched but sheets and hinges"  # recorded with a run (a resume draws alike)
 RIGID_FLOOR = 0.25  # by-change: of the mean change, added to every frame's, so rigid frames still come up
 
 
@@ -81,17 +87,31 @@ def rigid_alignment(source, target, weights):
     return rotation, ct - rotation @ cs
 
 
+def aligned(target: np.ndarray, shape: np.ndarray, masses: np.ndarray) -> np.ndarray:
+    """``target`` moved rigidly onto ``shape`` (``rigid_alignment``)."""
+    rotation, shift = rigid_alignment(target, shape, masses)
+    return target @ rotation.T + shift
+
+
+def augmentation(category: str, rng) -> np.ndarray:
+    """The matrix both frames of an example are multiplied by: a turn about the gravity axis, times a
+    stretch along each axis by e^s_i, s_i uniform in [-1/4, 1/4], unless the category KEEPS_LENGTHS."""
+    turn = rng.uniform(0, 2 * np.pi)
+    c, s = np.cos(turn), np.sin(turn)
+    stretch = np.eye(3) if category in KEEPS_LENGTHS else np.diag(np.exp(rng.uniform(-0.25, 0.25, 3)))
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ stretch
+
+
 def make_example(item: Prepared, rng, config: ModelConfig, augment: bool = True, pairs: str = "uniform") -> dict:
     s = item.sequence
     a, b = draw_pair(item, rng, pairs)
     shape, target = s.positions[a].astype(np.float64), s.positions[b].astype(np.float64)
+    masses = s.masses.astype(np.float64)
+    target = aligned(target, shape, masses)  # before a stretch, which does not commute with the body's turn
     if augment:
-        turn = rng.uniform(0, 2 * np.pi)
-        c, sn = np.cos(turn), np.sin(turn)
-        transform = np.array([[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]]) @ np.diag(np.exp(rng.uniform(-0.25, 0.25, 3)))
+        transform = augmentation(s.category, rng)
         shape, target = shape @ transform.T, target @ transform.T
-    rotation, shift = rigid_alignment(target, shape, s.masses.astype(np.float64))
-    target = target @ rotation.T + shift
+        target = aligned(target, shape, masses)
     low, high = shape.min(0), shape.max(0)
     center, scale = (low + high) / 2, np.linalg.norm(high - low)
     shape, target = (shape - center) / scale, (target - center) / scale

@@ -58,7 +58,7 @@ from neurok_blender.core.checkpoint import read_checkpoint, resolve_device, save
 from neurok_blender.core.model import ModelConfig, NeuROKModel
 from neurok_blender.core.skinning import Skinning
 from training.corpus.shards import read_shard
-from training.examples import PAIRS, collate, make_example, prepare
+from training.examples import AUGMENTATION, PAIRS, collate, make_example, prepare
 from training.inertia import RADIUS as INERTIA_RADIUS
 from training.inertia import inertia_loss
 from training.parent_watch import spawned_pool
@@ -260,7 +260,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         for name, value, default in (("kl_weight", kl_weight, KL_WEIGHT), ("kl_warmup", kl_warmup, 0),
                                      ("pairs", pairs, "uniform"), ("init", init and init.name, None),
                                      ("inertia_weight", inertia_weight, 0.0),
-                                     ("inertia_radius", inertia_radius, INERTIA_RADIUS)):
+                                     ("inertia_radius", inertia_radius, INERTIA_RADIUS),
+                                     ("augmentation", AUGMENTATION, "turn and stretch")):
             if payload["about"].get(name, default) != value:
                 raise ValueError(f"{checkpoint} was trained with {name} {payload['about'].get(name, default)}, not {value}")
         _check_same_shards(checkpoint, payload["about"].get("shards"), shards)
@@ -293,7 +294,8 @@ def train(corpus: Path, out: Path, steps: int, batch: int, seed: int, device: st
         return {"steps": step, "seconds": elapsed, "corpus": str(corpus.name), "train_sequences": len(items),
                 "batch": batch, "seed": seed, "device": str(device), "processes": processes.world,
                 "kl_weight": kl_weight, "kl_warmup": kl_warmup, "pairs": pairs, "init": init and init.name,
-                "inertia_weight": inertia_weight, "inertia_radius": inertia_radius, "shards": shards}
+                "inertia_weight": inertia_weight, "inertia_radius": inertia_radius, "augmentation": AUGMENTATION,
+                "shards": shards}
 
     def save(path: Path, **state) -> None:  # the weights, and beside them what they were trained on
         stamp = about()

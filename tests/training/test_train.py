@@ -14,7 +14,7 @@ from neurok_blender.core.checkpoint import load_model
 from neurok_blender.core.model import ModelConfig
 from training.corpus.articulated import sample_articulated
 from training.corpus.shards import write_shard
-from training.examples import draw_pair, make_example, prepare, rigid_alignment, shape_change
+from training.examples import augmentation, draw_pair, make_example, prepare, rigid_alignment, shape_change
 from training.train import train
 
 TINY = ModelConfig(width=32, heads=2, tokens=8, channels=4, encoder_depth=1, decoder_depth=1, frequencies=4,
@@ -40,10 +40,21 @@ def test_rigid_alignment_recovers_a_rotation_and_the_example_removes_it():
     np.testing.assert_allclose(points @ turn.T @ rotation.T + [1.0, 2.0, 3.0] @ rotation.T + shift, points, atol=1e-9)
     sequence = sample_articulated(0, "train")
     sequence.positions = np.stack([sequence.positions[0], sequence.positions[0] @ turn.T + 0.5]).astype(np.float32)
-    example = make_example(prepare(sequence), np.random.default_rng(1), TINY)
-    # a purely rigid motion leaves nothing to learn
-    assert np.abs(example["targets"] - example["evaluation"]).max() < 1e-5
-    assert np.abs(example["deformation"]).max() < 1e-5
+    for category in ("articulated", "elastic"):  # a purely rigid motion leaves nothing to learn, however augmented
+        sequence.category = category
+        for seed in range(8):
+            example = make_example(prepare(sequence), np.random.default_rng(seed), TINY)
+            assert np.abs(example["targets"] - example["evaluation"]).max() < 1e-5  # stretched before aligned: 0.12
+            assert np.abs(example["deformation"]).max() < 1e-5
+
+
+def test_sheets_and_hinged_objects_are_only_turned_and_solids_stretched_too():
+    rng = np.random.default_rng(0)
+    for category, kept in (("cloth", True), ("articulated", True), ("elastic", False), ("continuum", False)):
+        for _ in range(4):
+            transform = augmentation(category, rng)
+            assert transform[2] == pytest.approx([0.0, 0.0, transform[2, 2]])  # gravity stays along z
+            assert np.allclose(transform @ transform.T, np.eye(3)) == kept  # an isometry keeps every length
 
 
 def test_pairs_by_change_draw_the_frames_that_change_shape_and_a_resume_must_keep_the_draw(tmp_path):
