@@ -239,10 +239,15 @@ class Obstacles:
         """(point, triangle) pairs of contact points x, v (B, C, 3), indexed as x.reshape(-1, 3), and
         the colliders' triangles they may meet within a step h: those binned round each point's box
         grown by its travel and theirs, 2 h (|v| + the fastest collider vertex's speed), and the
-        thickest collider's thickness (a moving triangle is binned along its whole path)."""
+        thickest collider's thickness (a moving triangle is binned along its whole path). A point gone
+        non-finite (in a step the run will redo with more steps) meets none."""
         grow = (2 * h * (np.linalg.norm(v, axis=-1) + self.top_speed) + self.reach_out).reshape(-1, 1)
         points = x.reshape(-1, 3)
-        return self.grid.pairs(points - grow, points + grow)
+        finite = np.flatnonzero(np.isfinite(points).all(1) & np.isfinite(grow[:, 0]))
+        if len(finite) == len(points):
+            return self.grid.pairs(points - grow, points + grow)
+        rows, triangles = self.grid.pairs(points[finite] - grow[finite], points[finite] + grow[finite])
+        return finite[rows], triangles
 
     def _rows(self, vertices: int) -> np.ndarray:
         """The bodies' triangles' corners as rows of their stacked vertices (B V, 3), for ``vertices``
