@@ -231,7 +231,9 @@ def round_hull(vertices: np.ndarray, support: np.ndarray, samples: np.ndarray, d
         return None
     points = vertices[hull.indices]
     tau = 10 * SUPPORT_SMOOTHING * size
-    along = points @ np.concatenate([hull.normals, spread]).T / tau + np.log(hull.shares)[:, None]  # (K, D)
+    # a hull point of no share (a side flat to rounding, its angles summing to 2 pi) never weighs in
+    share = np.log(hull.shares, out=np.full(len(hull.shares), -np.inf), where=hull.shares > 0)
+    along = points @ np.concatenate([hull.normals, spread]).T / tau + share[:, None]  # (K, D)
     weights = np.exp(along - along.max(0))
     weights /= weights.sum(0)
     mean = weights.T @ points

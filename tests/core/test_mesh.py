@@ -1,6 +1,9 @@
+import warnings
+
 import numpy as np
 import pytest
 
+from neurok_blender.core import mesh
 from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, fibonacci_sphere, is_closed,
                                       lattice_inside, mass_properties, principal_points, round_hull, subdivided,
                                       support_samples, winding_number)
@@ -107,6 +110,20 @@ def test_a_ball_or_egg_is_round_a_box_can_cigar_or_low_poly_ball_is_not():
     for shape in (box()[0], cube, 0.3 * uv_sphere(6, 10)[0], np.concatenate([ring, ring + [0, 0, 0.3]]),
                   half_round, ball * [0.9, 0.3, 0.3]):
         assert not rounded(shape)
+
+
+def test_a_hull_point_of_no_share_leaves_the_roundness_as_it_was_without_a_warning(monkeypatch):
+    """A nearly flat side of a crumpled sheet's hull can give its points no share (angle sums that
+    round to 2 pi): they weigh nothing in the support's smoothing, without NumPy's log(0) warning."""
+    ball = 0.3 * uv_sphere(22, 45)[0]
+    support, samples = ball[support_samples(ball)], ball[contact_points(ball)]
+    hull = mesh.convex_hull(ball)
+    shares = hull.shares.copy()
+    shares[:3] = 0.0
+    monkeypatch.setattr(mesh, "convex_hull", lambda v: mesh.Hull(hull.indices, shares / shares.sum(), hull.normals))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert round_hull(ball, support, samples) is not None
 
 
 @pytest.mark.parametrize(
