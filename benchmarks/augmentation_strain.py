@@ -5,11 +5,12 @@ change it teaches, against the simulator's own.
 
 On ``--pairs`` frame pairs of each category's held-out sequences of CORPUS, drawn as training draws
 them (the second frame by its shape change): the 95th percentile over the mesh's edges of
-| length in frame b / length in frame a - 1 |, and the pair's shape change (the mean vertex distance
-after the best rigid fit, over the diagonal), three ways: as simulated; both frames stretched along
-the axes by e^s_i, s_i uniform in [-1/4, 1/4], before frame b is moved back onto frame a (a stretch
-that meets the body's turn); and as ``training.examples`` augments them (``augmentation`` after the
-fit). Medians over the pairs. Writes benchmarks/results/augmentation_strain.{json,md}.
+| length in frame b / length in frame a - 1 | (``training.evaluation.edge_strain``), and the pair's
+shape change (``training.evaluation.shape_error``: the mean vertex distance after the best rigid fit,
+over the diagonal), three ways: as simulated; both frames stretched along the axes by e^s_i, s_i
+uniform in [-1/4, 1/4], before frame b is moved back onto frame a (a stretch that meets the body's
+turn); and as ``training.examples`` augments them (``augmentation`` after the fit). Medians over the
+pairs. Writes benchmarks/results/augmentation_strain.{json,md}.
 """
 
 import argparse
@@ -18,24 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import write_results
-from training.evaluation import positive
+from neurok_blender.core.mesh import bbox_diagonal
+from training.evaluation import edge_strain, positive, shape_error
 from training.examples import aligned, augmentation, draw_pair
 from training.train import load_corpus
 
 SEED = 0
-
-
-def edge_strain(faces: np.ndarray, first: np.ndarray, second: np.ndarray) -> float:
-    """The 95th percentile over the mesh's edges of |second's length / first's - 1|."""
-    edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
-    length = lambda x: np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
-    return float(np.percentile(np.abs(length(second) / length(first) - 1.0), 95))
-
-
-def shape_change(first: np.ndarray, second: np.ndarray, masses: np.ndarray) -> float:
-    """Mean vertex distance of ``second`` from ``first`` after the best rigid fit, over the diagonal."""
-    return float(np.linalg.norm(aligned(second, first, masses) - first, axis=1).mean()
-                 / np.linalg.norm(first.max(0) - first.min(0)))
 
 
 def measure(corpus: Path, pairs: int) -> dict:
@@ -57,8 +46,8 @@ def measure(corpus: Path, pairs: int) -> dict:
             transform = augmentation(category, rng)
             ways = {"simulated": (first, second), "stretched before the fit": (first @ stretch, second @ stretch),
                     "as augmented": (first @ transform.T, aligned(second, first, masses) @ transform.T)}
-            rows.append({name: (edge_strain(s.faces, *frames), shape_change(*frames, masses))
-                         for name, frames in ways.items()})
+            rows.append({name: (edge_strain(x, y, s.faces), shape_error(y, x, bbox_diagonal(x)))
+                         for name, (x, y) in ways.items()})
         results[category] = {name: {"edge_strain": float(np.median([r[name][0] for r in rows])),
                                     "shape_change": float(np.median([r[name][1] for r in rows]))}
                              for name in rows[0]} | {"pairs": pairs}

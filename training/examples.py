@@ -111,7 +111,8 @@ def make_example(item: Prepared, rng, config: ModelConfig, augment: bool = True,
     if augment:
         transform = augmentation(s.category, rng)
         shape, target = shape @ transform.T, target @ transform.T
-        target = aligned(target, shape, masses)
+        if s.category not in KEEPS_LENGTHS:  # a stretched pair may fit a little better turned
+            target = aligned(target, shape, masses)
     low, high = shape.min(0), shape.max(0)
     center, scale = (low + high) / 2, np.linalg.norm(high - low)
     shape, target = (shape - center) / scale, (target - center) / scale
