@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from scipy.linalg.lapack import dpotrf, dpotrs
+from scipy.spatial import ConvexHull, QhullError
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
@@ -42,6 +43,13 @@ IMPACT_SPEED = 0.2
 # towards it (or towards the other body's), keeps the body in its impact (restitute, _restitute_bodies):
 # a soft jelly's squashed face springs back up to about a millimetre off the ground while the body still sinks
 RETOUCH = 5e-3
+# A rigid body's impact that begins with its centre of mass over the hull of its touching points, on
+# one surface (their normals within acos(FLAT_NORMALS) = 10 degrees), inside it by FLAT_MARGIN of the
+# hull's size, ends without tipping (hold_landings); on another body, one it lands on from above, their
+# normal within acos(FLAT_UP) = 45 degrees of up
+FLAT_NORMALS = math.cos(math.radians(10.0))
+FLAT_MARGIN = 0.02
+FLAT_UP = math.cos(math.radians(45.0))
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
 LIFT_STEP = 1e-6
@@ -194,6 +202,10 @@ class LagrangianSystem:
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
+        # (hold_landings) whether each body is landing, whether it began flat over its support, and that
+        # support's normal
+        self._landed_flat = (torch.zeros(b, dtype=torch.bool), torch.zeros(b, dtype=torch.bool),
+                             torch.zeros(b, 3, dtype=dtype))
         self.contact_speed = 0.0  # m/s: the fastest a pushed pair moved along its normal, implicit steps since cleared
         # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
         self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
@@ -264,11 +276,11 @@ class LagrangianSystem:
         and where the bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
             self._ground, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
-            self._meeting, self._support_normal if self.support_contact is not None else None
+            self._landed_flat, self._meeting, self._support_normal if self.support_contact is not None else None
 
     def restore(self, snapshot) -> None:
         state, planes, self._ground, self._surfaces, self._carried, self._owner_shape, self._started, \
-            self._impact_normal, self._meeting, normal = snapshot
+            self._impact_normal, self._landed_flat, self._meeting, normal = snapshot
         if normal is not None:
             self._support_normal = normal
         self.map.restore(state)
@@ -894,6 +906,76 @@ class LagrangianSystem:
         self._meeting = (incoming, normal)
         return q_dot, dissipated
 
+    @property
+    def holds_flat(self) -> bool:
+        """Whether impacts that begin flat over their support keep the body from tipping (``hold_landings``):
+        in a scene of rigid bodies alone (a learned body's deformation takes its part of an impact)."""
+        return self.impact is not None and not self.deforms
+
+    def hold_landings(self, q, q_dot, incoming):
+        """Newton's law's companion for turning, after ``restitute``: a rigid body in an impact (on the
+        ground or a collider, ``incoming`` (B,) not NaN, or from above on other bodies) that began flat
+        over what it landed on (``_flat_over``: the points that reach the ground, colliders and the
+        bodies below it in the step, and those of the bodies below that reach it) turns with what it
+        landed on (the ground and colliders held still, bodies their mean spin) about the axes of
+        their touching plane until the impact is over, its spin about the plane's normal left alone:
+        (q_dot, the kinetic energy (B,) J this takes).
+
+        A rigid contact's impulses shift within the touching points' hull and end such an impact
+        without tipping; the penalty springs instead push at their own centroid, which turns a body
+        whose centre of mass is off it (docs/physics.md, "Several bodies"). Landing on an edge or a
+        corner, or past its edge, a body still tips."""
+        b = q.shape[0]
+        zero = torch.zeros(b, dtype=q.dtype)
+        if not self.holds_flat:
+            return q_dot, zero
+        up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
+        meeting, normal = self._meeting
+        below = ~torch.isnan(meeting) & ((normal @ up) > FLAT_UP)  # (B, B): the row lands on the column
+        landing = ~torch.isnan(incoming) | below.any(1)
+        was, flat, flat_normal = self._landed_flat
+        begun = landing & ~was
+        if bool(begun.any()):
+            flat, flat_normal = flat.clone(), flat_normal.clone()  # a snapshot may hold these
+            planes = self._planes_at(q)
+            points = self._acting(q)[0][:, :self.n_contact]
+            within = planes.signed_depth(points) > 0  # pressed at the step's end, or within it
+            within = within if self.pressed is None else within | self.pressed
+            x = points.repeat(1, planes.slots, 1)  # each pair's point
+            owner = planes.owner
+            supported = within & ((owner < 0) | below.gather(1, owner.clamp(min=0)) & (owner >= 0))
+            for a in torch.nonzero(begun).flatten().tolist():
+                others = below[a]
+                theirs = within[others] & (owner[others] == a)
+                touching = torch.cat([x[a][supported[a]], x[others][theirs]])
+                pushes = torch.cat([planes.normal[a][supported[a]], -planes.normal[others][theirs]])
+                flat[a], flat_normal[a] = _flat_over(touching, pushes, q[a, :3])
+        flat = flat & landing
+        self._landed_flat = (landing, flat, flat_normal)
+        if not bool(flat.any()):
+            return q_dot, zero
+        count = below.sum(1, keepdim=True)
+        support = torch.where(count > 0, (below.to(q.dtype) @ self._spin(q, q_dot)) / count.clamp(min=1), 0.0)
+        return self._hold_flat(q, q_dot, flat, flat_normal, support)
+
+    def _spin(self, q, q_dot):
+        """Each rigid body's world angular velocity (B, 3): R T(theta) theta_dot."""
+        return (self._rotations(q) @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
+
+    def _hold_flat(self, q, q_dot, held, normal, support):
+        """The bodies ``held`` (B,) turn with their support (its world angular velocity ``support``
+        (B, 3)) about every axis in the plane of ``normal`` (B, 3): omega <- omega - P (omega - omega_s),
+        P = I - n n^T, their spin about n left alone; (q_dot, the kinetic energy this takes (B,))."""
+        spin = self._spin(q, q_dot)
+        relative = spin - support
+        relative = relative - (relative * normal).sum(-1, keepdim=True) * normal  # in the plane
+        body = (self._rotations(q).transpose(1, 2) @ (spin - relative)[..., None])[..., 0]
+        rates = torch.linalg.solve(right_jacobian(q[:, 3:6]), body[..., None])[..., 0]
+        moved = torch.where(held[:, None], torch.cat([q_dot[:, :3], rates, q_dot[:, 6:]], 1), q_dot)
+        mass = self.mass_matrix(q)
+        energy = lambda v: 0.5 * (v[:, None, :] @ mass @ v[..., None])[:, 0, 0]
+        return moved, torch.where(held, energy(q_dot) - energy(moved), 0.0)
+
     def loaded(self, t0: float, t1: float) -> bool:
         """Whether a point load acts in the step [t0, t1] (by its midpoint, as ``set_interval``) or the
         pins move in it (a sleeping body wakes for either)."""
@@ -1263,6 +1345,30 @@ def _pin_stiffness(stiffness, masses, jacobian):
     """K = k sum_p m_p J_p^T J_p (B, n, n): the pins' springs f_p = -k m_p (x_p - a_p) on the coordinates,
     from their masses (B, N) and Jacobians (B, N, 3, n)."""
     return torch.einsum("bp,bpin,bpim->bnm", stiffness * masses, jacobian, jacobian)
+
+
+def _flat_over(points, normals, center):
+    """Whether a body's touching points (``points`` (P, 3), their surfaces' normals ``normals`` pushing
+    it) hold it flat: on one surface, each normal within acos(FLAT_NORMALS) of their mean n, and its
+    centre of mass (``center`` (3,)) over their hull, its projection along n inside the hull of theirs
+    with FLAT_MARGIN of the hull's size to spare; and n. Fewer than three points, or all on a line (an
+    edge, a corner): not flat."""
+    n = normals.sum(0)
+    n = n / n.norm().clamp(min=1e-300)
+    if len(points) < 3 or float((normals @ n).min()) < FLAT_NORMALS:
+        return False, n
+    axis = n.new_tensor([1.0, 0.0, 0.0] if abs(float(n[0])) < 0.9 else [0.0, 1.0, 0.0])
+    u = torch.linalg.cross(n, axis)
+    u = u / u.norm()
+    plane = torch.stack([u, torch.linalg.cross(n, u)], 1).numpy()  # (3, 2)
+    flat_points, middle = points.numpy() @ plane, center.numpy() @ plane
+    try:
+        hull = ConvexHull(flat_points)
+    except QhullError:  # on a line: an edge or a corner
+        return False, n
+    margin = FLAT_MARGIN * float(np.ptp(flat_points, axis=0).max())
+    # the hull's facets, e . (x, 1) <= 0 inside with e[:2] a unit normal: inside by the margin
+    return bool((hull.equations[:, :2] @ middle + hull.equations[:, 2] <= -margin).all()), n
 
 
 def _impact_ends(pressed, near, rise):

@@ -437,9 +437,10 @@ def _energy_floor(system: LagrangianSystem):
 
 def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt: float, steps: int, method: str):
     """One frame in ``steps`` equal steps, recentering the chart as it goes and, after each step,
-    applying the impact law (``LagrangianSystem.restitute``, ``incoming`` its state) and letting the
-    map flow (its plastic return), both booked as dissipated; the colliders' planes are taken at the
-    start of each step, their jump in contact energy booked as work: (q, q_dot, incoming, work, dissipated),
+    applying the impact laws (``LagrangianSystem.restitute``, ``incoming`` its state, and
+    ``hold_landings``) and letting the map flow (its plastic return), all booked as dissipated; the
+    colliders' planes are taken at the start of each step, their jump in contact energy booked as
+    work: (q, q_dot, incoming, work, dissipated),
     or None if the state went non-finite (the caller redoes the frame with more steps: a stiff moment,
     a hard impact or the wall, needs them where the rest of the run does not)."""
     h = dt / steps
@@ -453,7 +454,8 @@ def advance_frame(system: LagrangianSystem, q, q_dot, incoming, start: float, dt
         if not (torch.isfinite(q).all() and torch.isfinite(q_dot).all()):
             return None
         q_dot, incoming, impact = system.restitute(q, q_dot, incoming, before)
-        work, dissipated = work + dw, dissipated + dd + impact + system.map.flow(q)
+        q_dot, settled = system.hold_landings(q, q_dot, incoming)
+        work, dissipated = work + dw, dissipated + dd + impact + settled + system.map.flow(q)
         drift += system.map.chart_speed(q_dot) * h
         if drift > MAX_CHART_DRIFT or sub == steps - 1:
             q, q_dot = system.recenter(q, q_dot)
