@@ -87,6 +87,10 @@ class Environment:
     restitution: torch.Tensor | float = 0.3  # of the contact's spring-dashpot: the normal speed a point keeps, 0..1
     impact_restitution: torch.Tensor | float | None = None  # Newton's law for the centre of mass (restitute)
     contact_stiffness: torch.Tensor | float = 1e5  # s^-2: per unit mass, spread over the contact points
+    # the share of the contact mass one flat side holds, relative to its vertices' (simulation.
+    # touching_points; 1: its vertices alone): the springs are stiffened by its inverse, so that a
+    # flat side of a body sampled along its edges presses as its vertices did, at sqrt(k) at most
+    flat_share: torch.Tensor | float = 1.0
     friction_regularization: float = 0.001  # m/s: below this slip friction ramps to zero (a push under mu N creeps)
     rolling_lever: torch.Tensor | float = 0.0  # m: arm of the ground's rolling resistance N a (rolling_resistance)
     rolling_regularization: torch.Tensor | float = 0.001  # m/s at the lever's end: below it the torque ramps to 0
@@ -147,7 +151,8 @@ class LagrangianSystem:
         self.gravity = torch.as_tensor(env.gravity, dtype=dtype)
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "rolling_lever", "rolling_regularization",
-                          "contact_stiffness")}
+                          "contact_stiffness", "flat_share")}
+        self.per_body["contact_stiffness"] = self.per_body["contact_stiffness"] / self.per_body["flat_share"]
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self.pair_forces = None  # set by forces
@@ -1303,7 +1308,8 @@ class LagrangianSystem:
         eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
-        springs = float(self.per_body["contact_stiffness"].max()) if contact and self.touchable else 0.0
+        stiffest = self.per_body["contact_stiffness"] * self.per_body["flat_share"]  # a flat side's springs together
+        springs = float(stiffest.max()) if contact and self.touchable else 0.0
         if self.n_pin:  # pins hold in flight too
             springs = max(springs, self.env.pin_stiffness)
         omega2, decay = 0.0, 0.0

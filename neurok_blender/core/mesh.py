@@ -1,5 +1,6 @@
 """Mesh checks, mass properties, contact samples and convex hulls, in numpy (float64; scipy where noted)."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -276,6 +277,39 @@ def farthest_points(points: np.ndarray, count: int, seeds=(0,)) -> np.ndarray:
         chosen.append(far)
         np.minimum(distance, distances(far), out=distance)
     return np.array(chosen, dtype=np.int64)
+
+
+def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndarray:
+    """At most ``count`` points (N, 3) along the mesh's edges besides their ends: each edge of length l
+    split into ceil(l / s) equal parts, with the finest spacing s (by bisection) whose points fit,
+    so that the points lie about s apart along every edge, and a mirror-symmetric mesh gets
+    mirror-symmetric points. Only its creases and borders: a flat polygon's inner diagonals are no
+    edges of its shape. Where two low-poly meshes meet edge on edge (two boxes laid crosswise)
+    or a face rests over another's edge, no vertex may lie on the other; points along the edges do."""
+    v, f = np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+    directed, keys = undirected_edges(f)
+    normals = np.tile(cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), (3, 1))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True).clip(min=1e-300)
+    _, first, index, sides = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    # a crease: its faces' normals differ, or an open border; not a flat polygon's inner diagonal
+    summed = np.zeros((len(first), 3))
+    np.add.at(summed, index.reshape(-1), normals)
+    crease = (sides != 2) | (np.linalg.norm(summed, axis=1) < 2.0 - 1e-9)
+    edges = directed[np.sort(first[crease])]
+    a, b = v[edges[:, 0]], v[edges[:, 1]]
+    length = np.linalg.norm(b - a, axis=1)
+    if count <= 0 or not len(edges) or float(length.max()) <= 0.0:
+        return np.zeros((0, 3))
+    parts = lambda spacing: np.ceil(length / spacing).astype(np.int64).clip(min=1)
+    coarse = float(length.max())  # no edge split
+    fine = coarse / (count + 2)  # the longest edge alone gets more than ``count``
+    for _ in range(40):  # the spacing to a part in 2^40 of that range's logarithm
+        middle = math.sqrt(fine * coarse)
+        fine, coarse = (middle, coarse) if int((parts(middle) - 1).sum()) > count else (fine, middle)
+    n = parts(coarse)
+    edge = np.repeat(np.arange(len(edges)), n - 1)
+    step = (np.arange(len(edge)) - np.repeat(np.cumsum(n - 1) - (n - 1), n - 1) + 1) / n[edge]
+    return a[edge] + step[:, None] * (b - a)[edge]
 
 
 def fibonacci_sphere(n: int) -> np.ndarray:

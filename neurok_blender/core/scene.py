@@ -236,7 +236,7 @@ def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment
         ground_height=None if envs[0].ground_height is None else torch.cat([e.ground_height for e in envs]),
         friction=row("friction"), restitution=row("restitution"), drag=row("drag"), damping=row("damping"),
         rolling_lever=row("rolling_lever"), rolling_regularization=row("rolling_regularization"),
-        contact_stiffness=row("contact_stiffness"),
+        contact_stiffness=row("contact_stiffness"), flat_share=row("flat_share"),
         impact_restitution=None if all(i is None for i in impacts) else
         torch.cat([_per_body(torch.inf if i is None else i, dtype) for i in impacts]),
         friction_regularization=envs[0].friction_regularization, pin_stiffness=envs[0].pin_stiffness,
@@ -269,7 +269,9 @@ def simulate_scene(bodies: list[tuple], model=None, progress: Callable[[int, int
         if c.colliders and c.colliders is not first.colliders:
             raise ValueError(f"body {i} has colliders of its own: a scene's colliders are given with body 0")
     points = points or [None] * len(bodies)
-    prepared = [prepare(v, f, dataclasses.replace(c, colliders=[]), model, p) for (v, f, c), p in zip(bodies, points)]
+    among = len(bodies) > 1 or bool(first.colliders)  # meshes to meet besides the ground
+    prepared = [prepare(v, f, dataclasses.replace(c, colliders=[]), model, p, among_meshes=among)
+                for (v, f, c), p in zip(bodies, points)]
     kmap = StackedMap([b.kmap for b in prepared])
     surfaces = BodySurfaces([np.asarray(b.faces) for b in prepared], np.array([b.conditions.friction for b in prepared]),
                             np.array([is_closed(b.faces) for b in prepared]))

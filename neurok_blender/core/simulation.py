@@ -20,7 +20,7 @@ from .dynamics import SUPPORT_ROLLING, SUPPORT_ROLLING_SLIP, SUPPORT_SHARE, Envi
 from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
-from .mesh import bbox_diagonal, check_mesh, contact_samples, round_hull, support_samples
+from .mesh import bbox_diagonal, check_mesh, contact_samples, edge_samples, round_hull, support_samples
 from .mirror import find_mirrors
 from .obstacles import Obstacles
 from .options import Conditions
@@ -81,9 +81,11 @@ class Body:
 
 
 def prepare(vertices, faces, conditions: Conditions | None = None, model=None, points=None,
-            contact: dict | None = None) -> Body:
+            contact: dict | None = None, among_meshes: bool = False) -> Body:
     """Everything before the first step of ``simulate`` (same arguments): the checks, the category,
-    the lift out of the ground, the body's coordinates and material, and its initial state."""
+    the lift out of the ground, the body's coordinates and material, and its initial state;
+    ``among_meshes``: other bodies' meshes can meet it (a rigid one then touches with points along its
+    edges too, as it does among colliders: ``touching_points``)."""
     conditions = conditions or Conditions()
     v, f = check_mesh(vertices, faces)
     conditions.check(len(v))
@@ -95,7 +97,7 @@ def prepare(vertices, faces, conditions: Conditions | None = None, model=None, p
     if category == "rigid" and conditions.pull is not None:
         raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
     v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
-    env = environment(conditions, v)
+    env = environment(conditions, v, f, category == "rigid" and (among_meshes or bool(conditions.colliders)))
     kmap, report = None, Report(category)
     if category != "rigid":
         kmap, report = model.body(v, f, conditions, category)
@@ -218,9 +220,44 @@ def contact_points(vertices: np.ndarray, count: int = 128) -> np.ndarray:
     return np.unique(mirrors.vertex_images(vertices, picked))
 
 
-def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
-    """Turn Conditions into the engine's batched tensors for one body."""
-    contact = vertices[contact_points(vertices)]
+def touching_points(vertices: np.ndarray, faces: np.ndarray, along_edges: bool, count: int = 128,
+                    edged: int = 64) -> tuple[np.ndarray, float]:
+    """The material points (C, 3) a body touches with, and the share of them one flat side of it holds
+    at most, relative to its vertices' (``Environment.flat_share``).
+
+    Its ``contact_points`` (``count`` at most, share 1); and ``along_edges``, where it has fewer than
+    ``edged`` vertices, ``mesh.edge_samples`` up to ``edged`` points in all, the share then the most
+    points on the plane of one of its triangles over C, over the same of its vertices: a flat side
+    presses as its vertices did alone (a box's 20 points of 56 on a side as its 4 corners of 8), so
+    a landing on it rings as before, while a low-poly body meets another's edges where no vertex does
+    (a box laid across another, a plank across a beam) and rests on its edges' points up to a
+    support's edge (docs/physics.md, "Several bodies"). For a rigid body that can meet meshes
+    (colliders, other bodies; ``prepare``): a plane meets a body first at its hull's vertices, so on
+    the ground alone the vertices do."""
+    picked = vertices[contact_points(vertices, count)]
+    if not along_edges or len(picked) >= edged:
+        return picked, 1.0
+    points = np.concatenate([picked, edge_samples(vertices, faces, edged - len(picked))])
+    return points, (most_on_one_plane(points, vertices, faces) / len(points)) / \
+        (most_on_one_plane(picked, vertices, faces) / len(picked))
+
+
+def most_on_one_plane(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> int:
+    """The most of ``points`` (C, 3) on the plane of any one triangle (within a millionth of the
+    mesh's size): the most that a flat surface can press at once."""
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    normal = np.cross(b - a, c - a)
+    length = np.linalg.norm(normal, axis=1)
+    normal, a = normal[length > 0] / length[length > 0, None], a[length > 0]
+    tolerance = 1e-6 * max(bbox_diagonal(vertices), 1e-30)
+    on = np.abs(points @ normal.T - (normal * a).sum(1)) <= tolerance  # (C, T)
+    return int(on.sum(0).max(initial=1))
+
+
+def environment(conditions: Conditions, vertices: np.ndarray, faces: np.ndarray, along_edges: bool = False) -> Environment:
+    """Turn Conditions into the engine's batched tensors for one body, touching with points
+    ``along_edges`` too or not (``touching_points``)."""
+    contact, flat_share = touching_points(vertices, faces, along_edges)
     load_points, load_vectors, load_windows = [], [], []
     for force in conditions.forces:
         share = force.share(vertices)
@@ -245,7 +282,7 @@ def environment(conditions: Conditions, vertices: np.ndarray) -> Environment:
         drag=conditions.drag,
         contact_points=tensor(contact, 3),
         support_points=tensor(vertices[support_samples(vertices)], 3),
-        contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE),
+        contact_mass=torch.full((1, len(contact)), conditions.mass / len(contact), dtype=DTYPE), flat_share=flat_share,
         pin_points=tensor(pins, 3),
         pin_mass=torch.full((1, len(pins)), conditions.mass / max(len(pins), 1), dtype=DTYPE),
         pin_path=None if path is None else torch.as_tensor(path, dtype=DTYPE)[None], pin_fps=conditions.fps,

@@ -12,6 +12,7 @@ from neurok_blender.core import Collider, Conditions, Environment, LagrangianSys
 from neurok_blender.core.dynamics import SUPPORT_ROLLING
 from neurok_blender.core.mesh import bbox_diagonal, convex_hull, fibonacci_sphere
 from neurok_blender.core.obstacles import Obstacles, TriangleGrid, closest_on_triangles
+from neurok_blender.core.scene import simulate_scene
 from shapes import box
 from training.shapes.solids import uv_sphere
 
@@ -261,3 +262,17 @@ def test_a_point_over_the_ridge_of_a_symmetric_roof_meets_a_level_plane():
     np.testing.assert_allclose(planes.normal[0, 0], [0.0, 0.0, 1.0], atol=1e-12)
     np.testing.assert_allclose(planes.normal[0, 1], [math.sin(math.radians(10.0)), 0.0, math.cos(math.radians(10.0))],
                                atol=1e-12)
+
+
+def test_low_poly_rigid_bodies_meet_edge_on_edge_and_rest_over_a_collider_s_edge():
+    """Two 8-vertex planks laid crosswise touch edge on edge, where no corner of either lies on the
+    other: the upper one rests on the lower (it fell through it on corners alone). An 8-vertex box a
+    third past a collider box's edge, its centre of mass 5 cm inside it, rests on it (on its corners
+    alone it rested on the row inside the edge only and tipped off)."""
+    rigid = dict(frames=24, ground_height=0.0, category="rigid")
+    crossed = simulate_scene([(*box((1.0, 0.1, 0.1), (-0.5, -0.05, 0.0)), Conditions(**rigid)),
+                              (*box((0.1, 1.0, 0.1), (-0.05, -0.5, 0.12)), Conditions(**rigid))])
+    assert crossed[1].positions[-1, :, 2].min() > 0.1
+    table = Collider(*box((0.3, 0.3, 0.3)), thickness=0.005)
+    over = simulate(*box((0.3, 0.3, 0.3), (0.0, 0.1, 0.355)), Conditions(colliders=[table], **dict(rigid, frames=36)))
+    assert over.positions[-1, :, 2].min() > 0.3

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from neurok_blender.core import mesh
-from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, fibonacci_sphere, is_closed,
-                                      lattice_inside, mass_properties, principal_points, round_hull, subdivided,
-                                      support_samples, winding_number)
-from neurok_blender.core.simulation import contact_points
+from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, edge_samples, fibonacci_sphere,
+                                      is_closed, lattice_inside, mass_properties, principal_points, round_hull,
+                                      subdivided, support_samples, winding_number)
+from neurok_blender.core.simulation import contact_points, touching_points
 from shapes import box
 from training.shapes.solids import uv_sphere
 
@@ -179,3 +179,33 @@ def test_rays_through_vertices_and_edges_count_once():
     inside = lattice_inside(v, f, xs, ys, zs)
     np.testing.assert_array_equal(inside, expected)
     assert (inside[:, :2] == apex).all(1).sum() == 6  # the column through both apices: z = -0.25 ... 0.25
+
+
+def test_edge_samples_spread_evenly_along_a_box_s_edges_alone_and_keep_its_symmetry():
+    """Points along the twelve edges of a box, none on its faces' diagonals, equally spaced along each
+    edge, within the budget, and as symmetric as the box: their mean is its centre."""
+    v, f = box((0.3, 0.3, 0.3))
+    points = edge_samples(v, f, 56)
+    assert 0 < len(points) <= 56
+    on_edges = (np.isclose(points, 0.0) | np.isclose(points, 0.3)).sum(1) >= 2  # two coordinates at a side
+    assert on_edges.all()
+    np.testing.assert_allclose(points.mean(0), v.mean(0), atol=1e-12)
+    along_x = np.sort(points[np.isclose(points[:, 1], 0.0) & np.isclose(points[:, 2], 0.0), 0])
+    np.testing.assert_allclose(np.diff(np.concatenate([[0.0], along_x, [0.3]])), 0.3 / (len(along_x) + 1))
+    assert len(edge_samples(v, f, 0)) == 0
+
+
+def test_a_low_poly_rigid_body_touches_other_meshes_along_its_edges_with_a_flat_side_pressing_as_its_corners_did():
+    """Where it can meet meshes, an 8-vertex box touches with points along its edges besides its
+    corners; its springs are stiffened by the share of them on one side over its corners' 4 of 8,
+    so that a side presses as its corners did. On the ground alone, and for a mesh of many
+    vertices, the contact points are as they were."""
+    v, f = box((0.3, 0.3, 0.3))
+    alone, share = touching_points(v, f, False)
+    assert len(alone) == 8 and share == 1.0
+    points, share = touching_points(v, f, True)
+    assert 8 < len(points) <= 64
+    on_a_side = np.isclose(points[:, 2], 0.0).sum()
+    assert share == pytest.approx((on_a_side / len(points)) / (4 / 8))
+    fine = subdivided(*subdivided(*subdivided(v, f)))
+    np.testing.assert_array_equal(touching_points(*fine, True)[0], fine[0][contact_points(fine[0])])

@@ -68,7 +68,7 @@ def drop(model, vertices, faces, mirrors, frames=10):
     """A flat drop onto the ground at z = 0, no push, no spin: (map, trajectory with the vertices drawn)."""
     conditions = Conditions(frames=frames, category="elastic", ground_height=0.0)
     kmap = body_map(model, vertices, faces, mirrors)
-    env = dataclasses.replace(environment(conditions, vertices), damping=0.5)
+    env = dataclasses.replace(environment(conditions, vertices, faces), damping=0.5)
     system = LagrangianSystem(kmap, env)
     out = output_points(vertices)
     kmap.attach(OUTPUT, out, parts=kmap.shape.vertex_parts, output=True)

@@ -113,11 +113,14 @@ def test_a_box_landing_flat_over_another_s_edge_stays_on_it_and_past_the_edge_fa
 def test_bodies_apart_move_as_each_alone():
     """At the same steps (a scene takes the steps its busiest body needs, so a box tipping onto its
     face alone, a chaotic motion, would rest at the steps of a frame on the ground), bodies apart
-    follow what each does alone."""
+    follow what each does alone. A collider far away makes each touch alone as it does among other
+    meshes (rigid bodies then touch with points along their edges too)."""
     a, b = box((0.3, 0.3, 0.3), (-2.0, 0.0, 0.5)), box((0.5, 0.2, 0.2), (2.0, 0.0, 1.0))
-    conditions = [Conditions(frames=24, ground_height=0.0, category="rigid", velocity=(0.5, 0, 1.0), substeps=5),
+    far = [Collider(*box((0.1, 0.1, 0.1), (50.0, 50.0, 0.0)))]
+    conditions = [Conditions(frames=24, ground_height=0.0, category="rigid", velocity=(0.5, 0, 1.0), substeps=5,
+                             colliders=far),
                   Conditions(frames=24, ground_height=0.0, category="rigid", angular_velocity=(0.0, 3.0, 0.0),
-                             substeps=5)]
+                             substeps=5, colliders=far)]
     together = simulate_scene([(*a, conditions[0]), (*b, conditions[1])])
     for (v, f), c, r in zip((a, b), conditions, together):
         alone = simulate(v, f, c)
