@@ -50,6 +50,7 @@ RETOUCH = 5e-3
 FLAT_NORMALS = math.cos(math.radians(10.0))
 FLAT_MARGIN = 0.02
 FLAT_UP = math.cos(math.radians(45.0))
+HOLD_RATE = 1e3  # a held landing's damper stops its turning within a step to a part in this (_holding)
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
 LIFT_STEP = 1e-6
@@ -207,10 +208,10 @@ class LagrangianSystem:
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
-        # (hold_landings) whether each body is landing, whether it began flat over its support, and that
-        # support's normal
+        # (hold_landings) whether each body is landing, whether it began flat over its support, that
+        # support's normal and when (s) it began
         self._landed_flat = (torch.zeros(b, dtype=torch.bool), torch.zeros(b, dtype=torch.bool),
-                             torch.zeros(b, 3, dtype=dtype))
+                             torch.zeros(b, 3, dtype=dtype), torch.zeros(b, dtype=dtype))
         self.contact_speed = 0.0  # m/s: the fastest a pushed pair moved along its normal, implicit steps since cleared
         # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
         self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
@@ -923,25 +924,25 @@ class LagrangianSystem:
         over what it landed on (``_flat_over``: the points that reach the ground, colliders and the
         bodies below it in the step, and those of the bodies below that reach it) turns with what it
         landed on (the ground and colliders held still, bodies their mean spin) about the axes of
-        their touching plane until the impact is over, its spin about the plane's normal left alone:
-        (q_dot, the kinetic energy (B,) J this takes).
+        their touching plane while it bounces, its spin about the plane's normal left alone: at each
+        step's end here, and within the implicit step by a damper (``_holding``). Returns (q_dot, the
+        kinetic energy (B,) J this takes).
 
         A rigid contact's impulses shift within the touching points' hull and end such an impact
         without tipping; the penalty springs instead push at their own centroid, which turns a body
         whose centre of mass is off it (docs/physics.md, "Several bodies"). Landing on an edge or a
-        corner, or past its edge, a body still tips."""
+        corner, or past its edge, a body still tips; come to rest, it turns freely again."""
         b = q.shape[0]
         zero = torch.zeros(b, dtype=q.dtype)
         if not self.holds_flat:
             return q_dot, zero
-        up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
-        meeting, normal = self._meeting
-        below = ~torch.isnan(meeting) & ((normal @ up) > FLAT_UP)  # (B, B): the row lands on the column
+        below, on_below = self._landing_on()
         landing = ~torch.isnan(incoming) | below.any(1)
-        was, flat, flat_normal = self._landed_flat
+        was, flat, flat_normal, began = self._landed_flat
         begun = landing & ~was
         if bool(begun.any()):
             flat, flat_normal = flat.clone(), flat_normal.clone()  # a snapshot may hold these
+            began = torch.where(begun, self.clock - self.step, began)
             planes = self._planes_at(q)
             points = self._acting(q)[0][:, :self.n_contact]
             within = planes.signed_depth(points) > 0  # pressed at the step's end, or within it
@@ -955,13 +956,52 @@ class LagrangianSystem:
                 touching = torch.cat([x[a][supported[a]], x[others][theirs]])
                 pushes = torch.cat([planes.normal[a][supported[a]], -planes.normal[others][theirs]])
                 flat[a], flat_normal[a] = _flat_over(touching, pushes, q[a, :3])
-        flat = flat & landing
-        self._landed_flat = (landing, flat, flat_normal)
+        # held while it bounces: for a period of the contact's springs, 2 pi / sqrt(k), and then while it
+        # moves along the normal faster than IMPACT_SPEED; come to rest on it, it turns freely again, to
+        # settle or to tip when pushed
+        rise = ((q_dot[:, :3] - on_below(q_dot[:, :3])) * flat_normal).sum(-1)
+        springs = torch.sqrt(self.per_body["contact_stiffness"] * self.per_body["flat_share"])
+        bouncing = (self.clock - began <= 2 * math.pi / springs) | (rise.abs() > IMPACT_SPEED)
+        flat = flat & landing & bouncing
+        self._landed_flat = (landing, flat, flat_normal, began)
         if not bool(flat.any()):
             return q_dot, zero
+        return self._hold_flat(q, q_dot, flat, flat_normal, on_below(self._spin(q, q_dot)))
+
+    def _landing_on(self):
+        """Which bodies (B, B) each lands on from above in an impact (``_meeting``, their normal within
+        acos(FLAT_UP) of up), and the mean over those of rows (B, k), zero for none (the ground)."""
+        up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
+        meeting, normal = self._meeting
+        below = ~torch.isnan(meeting) & ((normal @ up) > FLAT_UP)
         count = below.sum(1, keepdim=True)
-        support = torch.where(count > 0, (below.to(q.dtype) @ self._spin(q, q_dot)) / count.clamp(min=1), 0.0)
-        return self._hold_flat(q, q_dot, flat, flat_normal, support)
+        return below, lambda rows: torch.where(count > 0, (below.to(rows.dtype) @ rows) / count.clamp(min=1), 0.0)
+
+    def _holding(self, q, q_dot, mass, h):
+        """Within the implicit step, a damper on each held landing's turning (``hold_landings``) about
+        the axes u of its touching plane, relative to its support's spin omega_s, taken at the step's
+        end: the torque -c C^T (C theta_dot - U omega_s), C = U R T (U the axes' rows), c HOLD_RATE
+        times the body's largest moment of inertia over h, so that the step ends with the body turning
+        as its support does and has not turned on the way (held at the steps' ends alone, the body
+        still turned within each); ((B, n, n) the damping c C^T C, (B, n) the pull c C^T U omega_s),
+        zeros without a held landing."""
+        b, n = q_dot.shape
+        damping, pull = torch.zeros(b, n, n, dtype=q.dtype), torch.zeros(b, n, dtype=q.dtype)
+        _, flat, normal, _ = self._landed_flat
+        if not self.holds_flat or not bool(flat.any()):
+            return damping, pull
+        axis = torch.where(normal[:, :1].abs() < 0.9, normal.new_tensor([1.0, 0.0, 0.0]),
+                           normal.new_tensor([0.0, 1.0, 0.0]))
+        u = torch.linalg.cross(normal, axis)
+        u = u / u.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+        axes = torch.stack([u, torch.linalg.cross(normal, u)], 1)  # U (B, 2, 3)
+        turn = axes @ self._rotations(q) @ right_jacobian(q[:, 3:6])  # C (B, 2, 3)
+        inertia = mass[:, 3:6, 3:6].diagonal(dim1=-2, dim2=-1).amax(-1)
+        rate = torch.where(flat, HOLD_RATE * inertia / h, 0.0)[:, None, None]
+        support = self._landing_on()[1](self._spin(q, q_dot))
+        damping[:, 3:6, 3:6] = rate * turn.transpose(1, 2) @ turn
+        pull[:, 3:6] = (rate * turn.transpose(1, 2) @ (axes @ support[..., None]))[..., 0]
+        return damping, pull
 
     def _spin(self, q, q_dot):
         """Each rigid body's world angular velocity (B, 3): R T(theta) theta_dot."""
@@ -1120,7 +1160,9 @@ class LagrangianSystem:
             turning = self._support_stiffness(q, s)
             potential = turning if potential is None else potential + turning
         stiffness = held if potential is None else held + potential
-        rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
+        holding, pull = self._holding(q, q_dot, mass, h)  # a flat landing's turning held (hold_landings)
+        damping = damping + holding
+        rayleigh = lambda dv: pull - (damping @ dv[..., None])[..., 0] - (holding @ q_dot[..., None])[..., 0]
         self.pressed = None
         start = self.pair_forces  # None: no contact force acted at the step's start
         planes = None if self.planes is None else self._planes_at(q, s.x[:, :nc], q_dot)
@@ -1139,7 +1181,8 @@ class LagrangianSystem:
             stiffness = held + torch.where(softened[:, None, None], _positive_part(potential), potential)
             base = mass + h * damping + 0.25 * h**2 * stiffness
         self.smooth_step = (base, held, moving)  # for implicit_step's second pass
-        rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
+        rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving
+                   + pull - (holding @ q_dot[..., None])[..., 0])
         if planes is None:
             change = self.solve(base, rhs)
             self._pins_power(q_dot, s, change, h, t0)

@@ -110,6 +110,27 @@ def test_a_box_landing_flat_over_another_s_edge_stays_on_it_and_past_the_edge_fa
             assert result[1].positions[-1, :, 2].min() < 0.05  # on the ground
 
 
+def test_boxes_dropped_across_two_others_stay_on_them_and_a_box_come_to_rest_still_tips_when_pushed():
+    """Two 8-vertex boxes 6 cm apart and two more dropped 15 cm across them, a third past their far
+    edges (scene_cost's pile, in part), at restitution 0.3: the upper boxes land flat and stay (the
+    penalty springs, pushing at their centroid within each step of the bounce, tilted them and they
+    slid off). A box landed flat that comes to rest turns freely again: pushed at its top edge it
+    tips over."""
+    rigid = dict(frames=36, ground_height=0.0, category="rigid")
+    lower = [box((0.3, 0.3, 0.3), (0.36 * i, 0.0, 0.0)) for i in range(3)]
+    upper = [box((0.3, 0.3, 0.3), (0.36 * i + 0.1, 0.1, 0.45)) for i in range(2)]
+    result = simulate_scene([(*mesh, Conditions(**rigid)) for mesh in lower + upper])
+    for r in result[3:]:
+        assert r.positions[-1, :, 2].min() > 0.29
+    v, f = box((0.3, 0.3, 0.3), (0.0, 0.0, 0.05))
+    top = [i for i in range(len(v)) if v[i, 2] > 0.3 and v[i, 0] < 0.01]
+    push = Force((40.0, 0.0, 0.0), vertices=top, start_frame=24, end_frame=36)
+    pushed = simulate_scene([(v, f, Conditions(forces=[push], **dict(rigid, frames=48))),
+                             (*box((0.3, 0.3, 0.3), (5.0, 5.0, 0.0)), Conditions(**dict(rigid, frames=48)))])[0]
+    tilt = np.degrees(np.arccos(np.clip(pushed.pose["rotation"][:, 2, 2], -1.0, 1.0)))
+    assert tilt[23] < 1.0 and tilt[-1] > 60.0
+
+
 def test_bodies_apart_move_as_each_alone():
     """At the same steps (a scene takes the steps its busiest body needs, so a box tipping onto its
     face alone, a chaotic motion, would rest at the steps of a frame on the ground), bodies apart
