@@ -45,8 +45,8 @@ IMPACT_SPEED = 0.2
 RETOUCH = 5e-3
 # A rigid body's impact that begins with its centre of mass over the hull of its touching points, on
 # one surface (their normals within acos(FLAT_NORMALS) = 10 degrees), inside it by FLAT_MARGIN of the
-# hull's size, ends without tipping (hold_landings); on another body, one it lands on from above, their
-# normal within acos(FLAT_UP) = 45 degrees of up
+# hull's size, bounces without tipping (hold_landings); on another body, one it lands on from above,
+# their normal within acos(FLAT_UP) = 45 degrees of up
 FLAT_NORMALS = math.cos(math.radians(10.0))
 FLAT_MARGIN = 0.02
 FLAT_UP = math.cos(math.radians(45.0))
