@@ -1204,7 +1204,8 @@ class LagrangianSystem:
         if start is None:  # a pair that reaches a surface within the step meets its spring alone there
             dashpot = grip = torch.zeros_like(depth)
         slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
-        unresolved = torch.sqrt(self.per_body["contact_stiffness"]) * h > RESOLVED_PHASE  # (B,)
+        # (B,): by a flat side's springs together, sqrt(k), as the steps are (fastest_rates)
+        unresolved = torch.sqrt(self.per_body["contact_stiffness"] * self.per_body["flat_share"]) * h > RESOLVED_PHASE
         ending = unresolved[:, None].to(depth.dtype).expand_as(depth)
         drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
         if self._carried is None:  # each body alone: its own small system
