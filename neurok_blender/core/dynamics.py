@@ -153,7 +153,10 @@ class LagrangianSystem:
         self.per_body = {k: _per_body(getattr(env, k), b, dtype) for k in
                          ("friction", "restitution", "drag", "damping", "rolling_lever", "rolling_regularization",
                           "contact_stiffness", "flat_share")}
-        self.per_body["contact_stiffness"] = self.per_body["contact_stiffness"] / self.per_body["flat_share"]
+        # s^-2 (B,): k, a flat side's springs together, which ring at sqrt(k) (the steps' bound); each
+        # contact point's spring is stiffened by 1 / flat_share (Environment.flat_share)
+        self.flat_stiffness = self.per_body["contact_stiffness"]
+        self.per_body["contact_stiffness"] = self.flat_stiffness / self.per_body["flat_share"]
         self.step = None  # length of the current step, set by set_interval (caps contact damping)
         self.touched = False  # whether a contact force acted since the caller last cleared it (trajectory.Run)
         self.pair_forces = None  # set by forces
@@ -956,13 +959,16 @@ class LagrangianSystem:
                 touching = torch.cat([x[a][supported[a]], x[others][theirs]])
                 pushes = torch.cat([planes.normal[a][supported[a]], -planes.normal[others][theirs]])
                 flat[a], flat_normal[a] = _flat_over(touching, pushes, q[a, :3])
+        flat = flat & landing
+        if not bool(flat.any()):
+            self._landed_flat = (landing, flat, flat_normal, began)
+            return q_dot, zero
         # held while it bounces: for a period of the contact's springs, 2 pi / sqrt(k), and then while it
         # moves along the normal faster than IMPACT_SPEED; come to rest on it, it turns freely again, to
         # settle or to tip when pushed
         rise = ((q_dot[:, :3] - on_below(q_dot[:, :3])) * flat_normal).sum(-1)
-        springs = torch.sqrt(self.per_body["contact_stiffness"] * self.per_body["flat_share"])
-        bouncing = (self.clock - began <= 2 * math.pi / springs) | (rise.abs() > IMPACT_SPEED)
-        flat = flat & landing & bouncing
+        bouncing = (self.clock - began <= 2 * math.pi / torch.sqrt(self.flat_stiffness)) | (rise.abs() > IMPACT_SPEED)
+        flat = flat & bouncing
         self._landed_flat = (landing, flat, flat_normal, began)
         if not bool(flat.any()):
             return q_dot, zero
@@ -984,17 +990,13 @@ class LagrangianSystem:
         times the body's largest moment of inertia over h, so that the step ends with the body turning
         as its support does and has not turned on the way (held at the steps' ends alone, the body
         still turned within each); ((B, n, n) the damping c C^T C, (B, n) the pull c C^T U omega_s),
-        zeros without a held landing."""
-        b, n = q_dot.shape
-        damping, pull = torch.zeros(b, n, n, dtype=q.dtype), torch.zeros(b, n, dtype=q.dtype)
+        or None without a held landing."""
         _, flat, normal, _ = self._landed_flat
         if not self.holds_flat or not bool(flat.any()):
-            return damping, pull
-        axis = torch.where(normal[:, :1].abs() < 0.9, normal.new_tensor([1.0, 0.0, 0.0]),
-                           normal.new_tensor([0.0, 1.0, 0.0]))
-        u = torch.linalg.cross(normal, axis)
-        u = u / u.norm(dim=-1, keepdim=True).clamp(min=1e-300)
-        axes = torch.stack([u, torch.linalg.cross(normal, u)], 1)  # U (B, 2, 3)
+            return None
+        b, n = q_dot.shape
+        damping, pull = torch.zeros(b, n, n, dtype=q.dtype), torch.zeros(b, n, dtype=q.dtype)
+        axes = _plane_axes(normal)  # U (B, 2, 3)
         turn = axes @ self._rotations(q) @ right_jacobian(q[:, 3:6])  # C (B, 2, 3)
         inertia = mass[:, 3:6, 3:6].diagonal(dim1=-2, dim2=-1).amax(-1)
         rate = torch.where(flat, HOLD_RATE * inertia / h, 0.0)[:, None, None]
@@ -1160,9 +1162,13 @@ class LagrangianSystem:
             turning = self._support_stiffness(q, s)
             potential = turning if potential is None else potential + turning
         stiffness = held if potential is None else held + potential
-        holding, pull = self._holding(q, q_dot, mass, h)  # a flat landing's turning held (hold_landings)
-        damping = damping + holding
-        rayleigh = lambda dv: pull - (damping @ dv[..., None])[..., 0] - (holding @ q_dot[..., None])[..., 0]
+        rayleigh = lambda dv: -(damping @ dv[..., None])[..., 0]
+        holding = self._holding(q, q_dot, mass, h)  # a flat landing's turning held (hold_landings)
+        if holding is not None:  # its torque pull - H v_1 at the step's end: pull - H v with the forces, H dv solved for
+            held_damping, pull = holding
+            force = force + pull - (held_damping @ q_dot[..., None])[..., 0]
+            damping = damping + held_damping
+            rayleigh = lambda dv: pull - (damping @ dv[..., None])[..., 0] - (held_damping @ q_dot[..., None])[..., 0]
         self.pressed = None
         start = self.pair_forces  # None: no contact force acted at the step's start
         planes = None if self.planes is None else self._planes_at(q, s.x[:, :nc], q_dot)
@@ -1181,8 +1187,7 @@ class LagrangianSystem:
             stiffness = held + torch.where(softened[:, None, None], _positive_part(potential), potential)
             base = mass + h * damping + 0.25 * h**2 * stiffness
         self.smooth_step = (base, held, moving)  # for implicit_step's second pass
-        rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving
-                   + pull - (holding @ q_dot[..., None])[..., 0])
+        rhs = h * (force - 0.5 * h * (stiffness @ q_dot[..., None])[..., 0] + 0.5 * moving)
         if planes is None:
             change = self.solve(base, rhs)
             self._pins_power(q_dot, s, change, h, t0)
@@ -1204,8 +1209,7 @@ class LagrangianSystem:
         if start is None:  # a pair that reaches a surface within the step meets its spring alone there
             dashpot = grip = torch.zeros_like(depth)
         slide = jacobian - planes.normal[..., None] * along[:, :, None]  # (1 - n n^T) J
-        # (B,): by a flat side's springs together, sqrt(k), as the steps are (fastest_rates)
-        unresolved = torch.sqrt(self.per_body["contact_stiffness"] * self.per_body["flat_share"]) * h > RESOLVED_PHASE
+        unresolved = torch.sqrt(self.flat_stiffness) * h > RESOLVED_PHASE  # (B,): as the steps (fastest_rates)
         ending = unresolved[:, None].to(depth.dtype).expand_as(depth)
         drift = planes.velocity - surface[..., None] * planes.normal  # the surface's tangential velocity
         if self._carried is None:  # each body alone: its own small system
@@ -1352,8 +1356,7 @@ class LagrangianSystem:
         eigenvalue of M^-1 D), at rest (unless ``rest`` is False) and at ``q``: a pulled start sits where
         the potential is stiffer than at rest (the wall, the decoder's curvature), and a step sized at
         rest blows up there."""
-        stiffest = self.per_body["contact_stiffness"] * self.per_body["flat_share"]  # a flat side's springs together
-        springs = float(stiffest.max()) if contact and self.touchable else 0.0
+        springs = float(self.flat_stiffness.max()) if contact and self.touchable else 0.0
         if self.n_pin:  # pins hold in flight too
             springs = max(springs, self.env.pin_stiffness)
         omega2, decay = 0.0, 0.0
@@ -1407,10 +1410,7 @@ def _flat_over(points, normals, center):
     n = n / n.norm().clamp(min=1e-300)
     if len(points) < 3 or float((normals @ n).min()) < FLAT_NORMALS:
         return False, n
-    axis = n.new_tensor([1.0, 0.0, 0.0] if abs(float(n[0])) < 0.9 else [0.0, 1.0, 0.0])
-    u = torch.linalg.cross(n, axis)
-    u = u / u.norm()
-    plane = torch.stack([u, torch.linalg.cross(n, u)], 1).numpy()  # (3, 2)
+    plane = _plane_axes(n[None])[0].T.numpy()  # (3, 2)
     flat_points, middle = points.numpy() @ plane, center.numpy() @ plane
     try:
         hull = ConvexHull(flat_points)
@@ -1419,6 +1419,14 @@ def _flat_over(points, normals, center):
     margin = FLAT_MARGIN * float(np.ptp(flat_points, axis=0).max())
     # the hull's facets, e . (x, 1) <= 0 inside with e[:2] a unit normal: inside by the margin
     return bool((hull.equations[:, :2] @ middle + hull.equations[:, 2] <= -margin).all()), n
+
+
+def _plane_axes(normal):
+    """Two orthonormal axes (B, 2, 3) in the plane of each unit ``normal`` (B, 3)."""
+    axis = torch.where(normal[:, :1].abs() < 0.9, normal.new_tensor([1.0, 0.0, 0.0]), normal.new_tensor([0.0, 1.0, 0.0]))
+    u = torch.linalg.cross(normal, axis)
+    u = u / u.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+    return torch.stack([u, torch.linalg.cross(normal, u)], 1)
 
 
 def _impact_ends(pressed, near, rise):

@@ -308,8 +308,25 @@ def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
         fine, coarse = (middle, coarse) if int((parts(middle) - 1).sum()) > count else (fine, middle)
     n = parts(coarse)
     edge = np.repeat(np.arange(len(edges)), n - 1)
-    step = (np.arange(len(edge)) - np.repeat(np.cumsum(n - 1) - (n - 1), n - 1) + 1) / n[edge]
+    step = (ranks(n - 1) + 1) / n[edge]
     return a[edge] + step[:, None] * (b - a)[edge]
+
+
+def most_on_one_plane(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> int:
+    """The most of ``points`` (C, 3) on the plane of any one triangle (within a millionth of the
+    mesh's size): the most that a flat surface can press at once."""
+    a, b, c = (vertices[faces[:, k]] for k in range(3))
+    normal = cross(b - a, c - a)
+    length = np.linalg.norm(normal, axis=1)
+    normal, a = normal[length > 0] / length[length > 0, None], a[length > 0]
+    tolerance = 1e-6 * max(bbox_diagonal(vertices), 1e-30)
+    on = np.abs(points @ normal.T - (normal * a).sum(1)) <= tolerance  # (C, T)
+    return int(on.sum(0).max(initial=1))
+
+
+def ranks(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ..., count - 1 for each count in turn: a row's copies' ranks after np.repeat(rows, counts)."""
+    return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def fibonacci_sphere(n: int) -> np.ndarray:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import cross, triangle_areas
+from .mesh import cross, ranks, triangle_areas
 from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
@@ -124,7 +124,7 @@ class TriangleGrid:
     def _listed(self, cells):
         """The triangles of the cells (indices into ``keys``) and, for each, its cell's place in ``cells``."""
         counts = self.starts[cells + 1] - self.starts[cells]
-        listed = self.triangles[np.repeat(self.starts[cells], counts) + _ranks(counts)]
+        listed = self.triangles[np.repeat(self.starts[cells], counts) + ranks(counts)]
         return listed, np.repeat(np.arange(len(cells)), counts)
 
     def near(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -420,11 +420,6 @@ def _vertex(i, n):
     w = np.zeros((n, 3))
     w[:, i] = 1.0
     return w
-
-
-def _ranks(counts):
-    """0, 1, ..., count - 1 for each count in turn: a row's copies' ranks after np.repeat(rows, counts)."""
-    return np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def _of_three(op, a, b, c):

@@ -20,7 +20,8 @@ from .dynamics import SUPPORT_ROLLING, SUPPORT_ROLLING_SLIP, SUPPORT_SHARE, Envi
 from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
-from .mesh import bbox_diagonal, check_mesh, contact_samples, edge_samples, round_hull, support_samples
+from .mesh import (bbox_diagonal, check_mesh, contact_samples, edge_samples, most_on_one_plane, round_hull,
+                   support_samples)
 from .mirror import find_mirrors
 from .obstacles import Obstacles
 from .options import Conditions
@@ -240,18 +241,6 @@ def touching_points(vertices: np.ndarray, faces: np.ndarray, along_edges: bool, 
     points = np.concatenate([picked, edge_samples(vertices, faces, edged - len(picked))])
     return points, (most_on_one_plane(points, vertices, faces) / len(points)) / \
         (most_on_one_plane(picked, vertices, faces) / len(picked))
-
-
-def most_on_one_plane(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> int:
-    """The most of ``points`` (C, 3) on the plane of any one triangle (within a millionth of the
-    mesh's size): the most that a flat surface can press at once."""
-    a, b, c = (vertices[faces[:, k]] for k in range(3))
-    normal = np.cross(b - a, c - a)
-    length = np.linalg.norm(normal, axis=1)
-    normal, a = normal[length > 0] / length[length > 0, None], a[length > 0]
-    tolerance = 1e-6 * max(bbox_diagonal(vertices), 1e-30)
-    on = np.abs(points @ normal.T - (normal * a).sum(1)) <= tolerance  # (C, T)
-    return int(on.sum(0).max(initial=1))
 
 
 def environment(conditions: Conditions, vertices: np.ndarray, faces: np.ndarray, along_edges: bool = False) -> Environment:
