@@ -1054,11 +1054,14 @@ class LagrangianSystem:
             return True
         return self.obstacles.clear(x.numpy(), v.numpy(), t, span, self._surface_motion(q, t, keep=False))
 
-    def touching(self, q) -> torch.Tensor:
-        """Which bodies (B,) press a contact point into the ground, a collider or another body at ``q``."""
+    def touching(self, q, t: float) -> torch.Tensor:
+        """Which bodies (B,) press a contact point into the ground, a collider or another body at ``q``,
+        time t: the last step's planes moved on to t, a collider's by its surface's velocity."""
         if self.planes is None or not self.n_contact:
             return torch.zeros(q.shape[0], dtype=torch.bool)
-        return (self._planes_at(q).depth(self._acting(q)[0][:, :self.n_contact]) > 0).any(1)
+        planes = self._planes_at(q)
+        ahead = torch.where(planes.owner < 0, (t - self._started) * (planes.normal * planes.velocity).sum(-1), 0.0)
+        return (planes.signed_depth(self._acting(q)[0][:, :self.n_contact]) + ahead > 0).any(1)
 
     @property
     def damped(self) -> bool:

@@ -261,10 +261,12 @@ class Obstacles:
                surfaces=None) -> Planes:
         """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the colliders taken
         at its midpoint and the bodies' ``surfaces`` (positions, velocities (B, V, 3)) as they are at t
-        (the engine carries those planes with their bodies through the step). A point gets one if it
-        is within tau + reach of a surface not its own body's, reach = 2 h (|v| + |u|) + SLACK its own
-        and the surface's travel, or if it has gone past the surface of ``previous`` (the last step's
-        planes, moved on to t with their surfaces)."""
+        (the engine carries those planes with their bodies through the step). Every plane is placed
+        where its surface is at t: a collider's, met at the midpoint, is moved back by h/2 n . u, since
+        the step moves it on from there by h n . u. A point gets one if it is within tau + reach of a
+        surface not its own body's, reach = 2 h (|v| + |u|) + SLACK its own and the surface's travel,
+        or if it has gone past the surface of ``previous`` (the last step's planes, moved on to t with
+        their surfaces)."""
         b, c, _ = x.shape
         near_rows, near_triangles = self.nearby(x, v, h)
         subset, near_cols = np.unique(near_triangles, return_inverse=True)
@@ -314,8 +316,10 @@ class Obstacles:
             bi, ci = np.unravel_index(where, (b, c))
             n = normal[acting]
             planes.normal[bi, ci] = n
-            planes.offset[bi, ci] = (n * closest[pair][acting]).sum(-1) + tau[acting]
-            planes.velocity[bi, ci] = np.einsum("pk,pki->pi", weights[pair][acting], tri_velocity[face[acting]])
+            velocity = np.einsum("pk,pki->pi", weights[pair][acting], tri_velocity[face[acting]])
+            back = np.where(owner[face[acting]] < 0, 0.5 * h, 0.0)
+            planes.offset[bi, ci] = (n * (closest[pair][acting] - back[:, None] * velocity)).sum(-1) + tau[acting]
+            planes.velocity[bi, ci] = velocity
             planes.friction[bi, ci] = friction[face[acting]]
             planes.thickness[bi, ci] = tau[acting]
             planes.owner[bi, ci] = owner[face[acting]]

@@ -264,7 +264,7 @@ class Run:
         rest = max(self.rest_substeps, moving)
         flying = not self.relaxing and cheaper and system.clear_of_contact(q, q_dot, (frame - 1) * dt, dt)
         resting = not (flying or self.relaxing or self.impacting) and self.rest_substeps and rest < base \
-            and bool(system.touching(q).all())
+            and bool(system.touching(q, (frame - 1) * dt).all())
         steps = flight if flying else rest if resting else base
         snapshot, attempts = system.snapshot(), 0
         while True:
