@@ -21,8 +21,8 @@ from scipy.spatial import ConvexHull, QhullError
 
 from .contact import ContactPlanes, damping_ratios, plane_forces, within_a_step
 from .kinematics import MASS, KinematicMap, MassTerms
-from .mesh import SUPPORT_SMOOTHING, fibonacci_sphere
-from .obstacles import FAR, SLACK, Obstacles, Planes, along_frames
+from .mesh import SUPPORT_SMOOTHING, fibonacci_sphere, is_closed
+from .obstacles import FAR, SLACK, Obstacles, Planes, along_frames, nearest_on_triangles
 from .rotation import body_angular_velocity, hat, right_jacobian
 
 ACTING = "acting"  # the map's point set of the contact points, the pins, then the load points
@@ -50,6 +50,7 @@ RETOUCH = 5e-3
 FLAT_NORMALS = math.cos(math.radians(10.0))
 FLAT_MARGIN = 0.02
 FLAT_UP = math.cos(math.radians(45.0))
+CREASE_SLOTS = 32  # contact points a rigid body places each step where colliders' creases meet its faces
 HOLD_RATE = 1e3  # a held landing's damper stops its turning within a step to a part in this (_holding)
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
@@ -104,6 +105,7 @@ class Environment:
     contact_mass: torch.Tensor | None = None  # (B, C) mass share of each contact point, 0 = padding
     obstacles: Obstacles | None = None  # colliders the contact points meet besides the ground
     surface_points: torch.Tensor | None = None  # (B, V, 3) rest mesh vertices the other bodies meet (obstacles.bodies)
+    surface_faces: list | None = None  # each body's triangles (T_b, 3) over its surface_points (_place_on_creases)
     pin_points: torch.Tensor | None = None  # (B, N, 3) rest positions, each held at its place at t = 0
     pin_mass: torch.Tensor | None = None  # (B, N) mass share each pin holds, 0 = padding
     pin_stiffness: float = 1e5  # s^-2: per unit mass, like the ground's; a pin gives g / k under its share's weight
@@ -139,6 +141,19 @@ class LagrangianSystem:
         empty = torch.zeros(b, 0, 3, dtype=dtype)
         self.contact_points = env.contact_points if env.contact_points is not None else empty
         self.contact_mass = env.contact_mass if env.contact_mass is not None else torch.zeros(b, 0, dtype=dtype)
+        # a rigid body's contact points where the colliders' creases meet its faces, placed each step
+        # (_place_on_creases) after its own: a copy of its first point and weightless while unused
+        sizes = getattr(kinematic_map, "sizes", None) or [kinematic_map.n_dof] * b
+        self._creased = torch.tensor([n == 6 for n in sizes]) & bool(
+            env.obstacles is not None and len(env.obstacles.faces) and env.surface_faces is not None
+            and self.contact_points.shape[1])
+        self.n_slots = CREASE_SLOTS if bool(self._creased.any()) else 0
+        self._slots = None  # (their arms R^T (x - p) (B, S, 3), which are used (B, S)) this step
+        if self.n_slots:
+            self._slot_share = self.contact_mass.amax(1)  # (B,) a contact point's
+            self._closed = [is_closed(faces) for faces in env.surface_faces]
+            self.contact_points = torch.cat([self.contact_points, self.contact_points[:, :1].expand(-1, self.n_slots, -1)], 1)
+            self.contact_mass = torch.cat([self.contact_mass, torch.zeros(b, self.n_slots, dtype=dtype)], 1)
         self.n_contact = self.contact_points.shape[1]
         self.pin_points = env.pin_points if env.pin_points is not None else empty
         self.pin_mass = env.pin_mass if env.pin_mass is not None else torch.zeros(b, 0, dtype=dtype)
@@ -172,7 +187,7 @@ class LagrangianSystem:
         self._carried = None  # (normal, offset) in their owners' frames of the planes on other bodies (_planes_at)
         self._owner_shape = None  # (the learned columns of J where each pair meets its owner, q) at the step's start
         self._started = 0.0  # s: when the step of the current collider planes began
-        if self.obstacles is not None and self.obstacles.bodies is not None:
+        if self.obstacles is not None and (self.obstacles.bodies is not None or self.n_slots):
             # other bodies meet these every step: a learned map gives them its quadratic field, as it
             # gives the contact points, unless there are too many for its (V, 3, k, k) table
             kinematic_map.attach(SURFACE, env.surface_points, output=env.surface_points.shape[1] > SURFACE_FIELD_LIMIT)
@@ -285,11 +300,12 @@ class LagrangianSystem:
         and where the bodies' surfaces were (``restore``)."""
         return self.map.snapshot(), None if self._collider_planes is None else self._collider_planes.copy(), \
             self._ground, self._surfaces, self._carried, self._owner_shape, self._started, self._impact_normal, \
-            self._landed_flat, self._meeting, self._support_normal if self.support_contact is not None else None
+            self._landed_flat, self._meeting, self._support_normal if self.support_contact is not None else None, \
+            self._slots, self.contact_mass
 
     def restore(self, snapshot) -> None:
         state, planes, self._ground, self._surfaces, self._carried, self._owner_shape, self._started, \
-            self._impact_normal, self._landed_flat, self._meeting, normal = snapshot
+            self._impact_normal, self._landed_flat, self._meeting, normal, self._slots, self.contact_mass = snapshot
         if normal is not None:
             self._support_normal = normal
         self.map.restore(state)
@@ -304,7 +320,12 @@ class LagrangianSystem:
         if self._collider_planes is None:
             return ground
         colliders = self._collider_contact(self._collider_planes)
-        return colliders if ground is None else ContactPlanes.concatenate([ground, colliders])
+        planes = colliders if ground is None else ContactPlanes.concatenate([ground, colliders])
+        if self.n_slots:  # an unused crease slot (_place_on_creases) meets nothing
+            unused = torch.zeros_like(self.contact_mass, dtype=torch.bool)
+            unused[:, -self.n_slots:] = self.contact_mass[:, -self.n_slots:] == 0
+            planes = dataclasses.replace(planes, offset=torch.where(unused.repeat(1, planes.slots), FAR, planes.offset))
+        return planes
 
     def set_loads(self, points, vectors, windows) -> None:
         """The point loads: rest positions (B, L, 3), vectors (B, L, 3) N and windows [t0, t1) (B, L, 2) s.
@@ -402,6 +423,11 @@ class LagrangianSystem:
         x, v = self._contact_motion(q, q_dot)
         before = self._contact_energy(q, x)
         previous = None if fresh or self._collider_planes is None else self._moved_planes(q, t0)
+        if self.n_slots:
+            self._place_on_creases(q, v, t0, t1 - t0)
+            x, v = self._contact_motion(q, q_dot)
+            if previous is not None:  # a slot's last plane was another place's
+                previous.offset[:, -self.n_slots:] = FAR
         self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous,
                                                       self._surface_motion(q, t0, fresh))
         self._started = t0
@@ -479,6 +505,13 @@ class LagrangianSystem:
             x, jacobian = self.map.jacobian(q, ACTING)
             if self.support_contact is not None:
                 x, jacobian = self._place_support(q, x, jacobian)
+            if self._slots is not None:
+                arms, used = self._slots
+                at, rows = self._material_points(q, arms)
+                slots = slice(self.n_contact - self.n_slots, self.n_contact)
+                x, jacobian = x.clone(), jacobian.clone()
+                x[:, slots] = torch.where(used[..., None], at, x[:, slots])
+                jacobian[:, slots] = torch.where(used[..., None, None], rows, jacobian[:, slots])
             self._acted = (q, (x, jacobian))
         return self._acted[1]
 
@@ -583,15 +616,59 @@ class LagrangianSystem:
         down = -(rotation.transpose(1, 2) @ self._support_normal[..., None])[..., 0]  # R^T (-n)
         height, mean = self._smooth_support(down[:, None])
         height, mean = height[:, 0] - self._rounding, mean[:, 0]
-        arm = (rotation @ (mean + (height - (mean * down).sum(-1))[:, None] * down)[..., None])[..., 0]  # R r
-        row = torch.zeros_like(jacobian[:, 0])
-        row[..., :3] = torch.eye(3, dtype=q.dtype)
-        row[..., 3:6] = -hat(arm) @ rotation @ right_jacobian(q[:, 3:6])  # R (T e_k x r)
+        at, row = self._material_points(q, (mean + (height - (mean * down).sum(-1))[:, None] * down)[:, None])
         mine = self.support_contact
         x, jacobian = x.clone(), jacobian.clone()
-        x[:, 0] = torch.where(mine[:, None], q[:, :3] + arm, x[:, 0])
-        jacobian[:, 0] = torch.where(mine[:, None, None], row, jacobian[:, 0])
+        x[:, 0] = torch.where(mine[:, None], at[:, 0], x[:, 0])
+        jacobian[:, 0] = torch.where(mine[:, None, None], row[:, 0], jacobian[:, 0])
         return x, jacobian
+
+    def _material_points(self, q, arms):
+        """The rigid bodies' material points at body-frame arms r (B, K, 3) from their centres of mass:
+        x = p + R r and J = [1 | -[R r]x R T | 0] (T the right Jacobian of exp at theta)."""
+        rotation = self._rotations(q)
+        turned = arms @ rotation.transpose(1, 2)  # R r
+        rows = torch.zeros(*arms.shape, q.shape[1], dtype=q.dtype)
+        rows[..., :3] = torch.eye(3, dtype=q.dtype)
+        rows[..., 3:6] = -hat(turned) @ (rotation @ right_jacobian(q[:, 3:6]))[:, None]  # R (T e_k x r)
+        return q[:, None, :3] + turned, rows
+
+    def _place_on_creases(self, q, v, t: float, h: float) -> None:
+        """Place each rigid body's CREASE_SLOTS last contact points for the step [t, t + h] where the
+        colliders' creases (``Obstacles.crease_points``) come near its faces: on its surface at q, the
+        nearest point to each crease point within the crease's collider's thickness plus the reach of
+        the step (as ``Obstacles.planes``), and outside a closed body: an edge already cut into it
+        would meet a slot as deep as the cut, a spring pressed from nothing that launched a crate
+        tumbling onto a plinth. They then meet the colliders as every contact point does,
+        so a face over a collider's edge rests on that edge, not on its own points inside it alone.
+        The crease points lie a sixteenth of the body's size apart, or twice that and so on where more
+        would come near than there are slots: every one near takes a slot, so that no pressed spring
+        is dropped for another from step to step (docs/physics.md, "Colliders"). A used slot has a
+        contact point's mass share; the rest none."""
+        where = self.map.embed(q, SURFACE).numpy()
+        speed = v.norm(dim=-1).amax(1).numpy()
+        rotation, centre = self._rotations(q).numpy(), q[:, :3].numpy()
+        arms = np.zeros((q.shape[0], self.n_slots, 3))
+        used = np.zeros((q.shape[0], self.n_slots), bool)
+        for body in np.flatnonzero(self._creased.numpy()):
+            corners = where[body][self.env.surface_faces[body]]  # (T, 3, 3)
+            reach = 2 * h * (speed[body] + self.obstacles.top_speed) + self.obstacles.reach_out
+            low, high = corners.min((0, 1)) - reach, corners.max((0, 1)) + reach
+            spacing = float(np.linalg.norm(high - low)) / 16
+            while True:
+                c, thickness = self.obstacles.crease_points(t + 0.5 * h, low, high, spacing)
+                closest, distance, inside = nearest_on_triangles(c, corners, reach)
+                near = np.flatnonzero((distance <= thickness + reach) & ~(inside & self._closed[body]))
+                if len(near) <= self.n_slots:
+                    break
+                spacing *= 2
+            arms[body, :len(near)] = (closest[near] - centre[body]) @ rotation[body]  # R^T (x - p)
+            used[body, :len(near)] = True
+        used = torch.from_numpy(used)
+        self._slots = (torch.from_numpy(arms).to(q.dtype), used)
+        self.contact_mass = torch.cat([self.contact_mass[:, :-self.n_slots],
+                                       torch.where(used, self._slot_share[:, None], 0.0)], 1)
+        self._acted = self._state = None
 
     def recenter(self, q, q_dot):
         """The map's change of chart (``KinematicMap.recenter``), the acting points' x and J at q carried

@@ -279,6 +279,24 @@ def farthest_points(points: np.ndarray, count: int, seeds=(0,)) -> np.ndarray:
     return np.array(chosen, dtype=np.int64)
 
 
+def crease_edges(vertices: np.ndarray, faces: np.ndarray, angle: float = 0.0) -> np.ndarray:
+    """The mesh's edges (E, 2) whose two faces' normals differ by more than ``angle`` (radians), and its
+    open borders: a flat polygon's inner diagonals are no edges of its shape, nor, above 0, the
+    shallow folds of a smooth surface."""
+    v, f = np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
+    if not len(f):
+        return np.zeros((0, 2), np.int64)
+    directed, keys = undirected_edges(f)
+    normals = np.tile(cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), (3, 1))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True).clip(min=1e-300)
+    order = np.argsort(keys, kind="stable")  # each edge's faces side by side, its first face first
+    starts = np.flatnonzero(np.diff(keys[order], prepend=-1) != 0)
+    sides = np.diff(np.append(starts, len(keys)))
+    summed = np.add.reduceat(normals[order], starts)  # |n_1 + n_2| = 2 cos(theta / 2), theta between them
+    crease = (sides != 2) | (np.linalg.norm(summed, axis=1) < 2.0 * math.cos(0.5 * angle) - 1e-9)
+    return directed[np.sort(order[starts[crease]])]
+
+
 def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndarray:
     """At most ``count`` points (N, 3) along the mesh's edges besides their ends: each edge of length l
     split into ceil(l / s) equal parts, with the finest spacing s (by bisection) whose points fit,
@@ -286,16 +304,8 @@ def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
     mirror-symmetric points. Only its creases and borders: a flat polygon's inner diagonals are no
     edges of its shape. Where two low-poly meshes meet edge on edge (two boxes laid crosswise)
     or a face rests over another's edge, no vertex may lie on the other; points along the edges do."""
-    v, f = np.asarray(vertices, dtype=np.float64), np.asarray(faces, dtype=np.int64)
-    directed, keys = undirected_edges(f)
-    normals = np.tile(cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]]), (3, 1))
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True).clip(min=1e-300)
-    _, first, index, sides = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    # a crease: its faces' normals differ, or an open border; not a flat polygon's inner diagonal
-    summed = np.zeros((len(first), 3))
-    np.add.at(summed, index.reshape(-1), normals)
-    crease = (sides != 2) | (np.linalg.norm(summed, axis=1) < 2.0 - 1e-9)
-    edges = directed[np.sort(first[crease])]
+    v = np.asarray(vertices, dtype=np.float64)
+    edges = crease_edges(v, faces)
     a, b = v[edges[:, 0]], v[edges[:, 1]]
     length = np.linalg.norm(b - a, axis=1)
     if count <= 0 or not len(edges) or float(length.max()) <= 0.0:

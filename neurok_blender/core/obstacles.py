@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import cross, ranks, triangle_areas
+from .mesh import crease_edges, cross, ranks, triangle_areas
 from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
@@ -33,6 +33,7 @@ FIELDS = ("normal", "offset", "velocity", "friction", "thickness", "owner", "cor
 FACING = np.cos(np.radians(45))  # a point this square over a face's plane meets the face, not the edge round it
 SPANNED_CELLS = 64  # a collider triangle whose box covers more grid cells than this is a candidate everywhere
 LISTED_CELLS = 65536  # a query box of at most this many cells is looked up cell by cell, a larger one by a scan
+CREASE_ANGLE = np.radians(30.0)  # a collider's edge whose faces turn by more meets bodies as an edge (crease_points)
 QUERY_CELLS = 512  # of the many small boxes of ``TriangleGrid.pairs``, one of more cells is looked up alone
 
 
@@ -175,6 +176,7 @@ class Obstacles:
 
     def __init__(self, colliders: list[Collider], fps: float, bodies: BodySurfaces | None = None):
         soups, faces, friction, thickness, closed = [np.zeros((1, 0, 3))], [np.zeros((0, 3), np.int64)], [], [], []
+        skins = [np.zeros(0)]  # each vertex's collider's thickness
         offset, count = 0, max([len(collider.frames()) for collider in colliders], default=1)
         for collider in colliders:
             positions = collider.frames()
@@ -186,6 +188,7 @@ class Obstacles:
             friction.append(np.full(keep.sum(), collider.friction))
             thickness.append(np.full(keep.sum(), collider.thickness))
             closed.append(np.full(keep.sum(), collider.closed))
+            skins.append(np.full(positions.shape[1], collider.thickness))
             offset += positions.shape[1]
         self.positions = np.concatenate([np.repeat(s, count, 0) if len(s) == 1 else s for s in soups], axis=1)  # (F, V, 3)
         self.faces = np.concatenate(faces)
@@ -205,6 +208,7 @@ class Obstacles:
         lowest, highest = self.positions.min(0).T.copy(), self.positions.max(0).T.copy()  # (3, V) over every frame
         box = lambda op, bound: np.stack([_of_three(op, *(row[k] for k in self.faces.T)) for row in bound], -1)
         self.grid = TriangleGrid(box(np.minimum, lowest), box(np.maximum, highest))
+        self._skins = np.concatenate(skins)
         # m: how far beyond its points' travel a body looks for them, and m/s: the colliders' fastest vertex
         self.reach_out = (float(self._fixed[1].max()) if len(self.faces) else 0.0) + SLACK
         # frame by frame: no (F, V, 3) copy of a long animation
@@ -235,6 +239,24 @@ class Obstacles:
                 np.concatenate([colliders[1], moving.reshape(-1, 3)[rows]]),
                 *(np.concatenate(pair) for pair in zip(fixed, self._bodies_fixed)))
 
+    def crease_points(self, t: float, low: np.ndarray, high: np.ndarray, spacing: float):
+        """Points (N, 3) along the colliders' creases at time t within the box [low, high] (3,), and each
+        one's collider's thickness (N,): where a collider's own edges and corners meet a body's faces.
+        A crease is an edge whose faces turn by more than CREASE_ANGLE (as they are at frame 0), or an
+        open border; each is split into equal parts at most ``spacing`` (m) long, its ends included.
+        Only the triangles binned round the box are read: both faces of an edge that reaches into
+        it do too, so its crease is found there as in the whole mesh (a terrain's millions of
+        triangles are not read for a box on a table)."""
+        edges = crease_edges(self.positions[0], self.faces[self.grid.near(low, high)], CREASE_ANGLE)
+        ends, _ = self.at(t, edges)  # (E, 2, 3)
+        a, b = ends[:, 0], ends[:, 1]
+        parts = np.ceil(np.linalg.norm(b - a, axis=-1) / spacing).astype(np.int64).clip(min=1)
+        edge = np.repeat(np.arange(len(edges)), parts + 1)
+        along = ranks(parts + 1) / parts[edge]
+        points = a[edge] + along[:, None] * (b - a)[edge]
+        inside = ((points >= low) & (points <= high)).all(1)
+        return points[inside], self._skins[edges[:, 0]][edge][inside]
+
     def nearby(self, x: np.ndarray, v: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
         """(point, triangle) pairs of contact points x, v (B, C, 3), indexed as x.reshape(-1, 3), and
         the colliders' triangles they may meet within a step h: those binned round each point's box
@@ -259,18 +281,22 @@ class Obstacles:
 
     def planes(self, x: np.ndarray, v: np.ndarray, t: float, h: float, previous: Planes | None,
                surfaces=None) -> Planes:
-        """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], the colliders taken
-        at its midpoint and the bodies' ``surfaces`` (positions, velocities (B, V, 3)) as they are at t
-        (the engine carries those planes with their bodies through the step). Every plane is placed
-        where its surface is at t: a collider's, met at the midpoint, is moved back by h/2 n . u, since
-        the step moves it on from there by h n . u. A point gets one if it is within tau + reach of a
-        surface not its own body's, reach = 2 h (|v| + |u|) + SLACK its own and the surface's travel,
-        or if it has gone past the surface of ``previous`` (the last step's planes, moved on to t with
-        their surfaces)."""
+        """The plane of every contact point x, v (B, C, 3) for the step [t, t + h], each surface as it
+        is at t, where the step then moves it on by h n . u: the bodies' ``surfaces`` (positions,
+        velocities (B, V, 3); the engine carries those planes with their bodies through the step), and
+        the colliders' triangles at t with their velocity u read at the step's midpoint (within the
+        frame the step is in, not the next one's at a frame's end). The nearest feature, the side of a
+        sheet and the plane are all found there: a sheet taken at the midpoint but moved on from t
+        rode a box half a step's travel above it, and moved on from the midpoint it passed up through
+        the box at one step a frame. A point gets one if it is within tau + reach of a surface not its
+        own body's, reach = 2 h (|v| + |u|) + SLACK its own and the surface's travel, or if it has
+        gone past the surface of ``previous`` (the last step's planes, moved on to t with their
+        surfaces)."""
         b, c, _ = x.shape
         near_rows, near_triangles = self.nearby(x, v, h)
         subset, near_cols = np.unique(near_triangles, return_inverse=True)
         tri, tri_velocity, friction, thickness, closed, owner, corners = self.triangles(t + 0.5 * h, surfaces, subset)
+        tri = tri - np.where(owner < 0, 0.5 * h, 0.0)[:, None, None] * tri_velocity  # the colliders back to t
         speed = np.abs(tri_velocity).max() if len(tri_velocity) else 0.0
         reach = 2 * h * (np.linalg.norm(v, axis=-1) + speed) + SLACK + (thickness.max() if len(thickness) else 0.0)
         planes = Planes(np.zeros((b, c, 3)) + [0.0, 0.0, 1.0], np.full((b, c), FAR), np.zeros((b, c, 3)),
@@ -316,10 +342,8 @@ class Obstacles:
             bi, ci = np.unravel_index(where, (b, c))
             n = normal[acting]
             planes.normal[bi, ci] = n
-            velocity = np.einsum("pk,pki->pi", weights[pair][acting], tri_velocity[face[acting]])
-            back = np.where(owner[face[acting]] < 0, 0.5 * h, 0.0)
-            planes.offset[bi, ci] = (n * (closest[pair][acting] - back[:, None] * velocity)).sum(-1) + tau[acting]
-            planes.velocity[bi, ci] = velocity
+            planes.offset[bi, ci] = (n * closest[pair][acting]).sum(-1) + tau[acting]
+            planes.velocity[bi, ci] = np.einsum("pk,pki->pi", weights[pair][acting], tri_velocity[face[acting]])
             planes.friction[bi, ci] = friction[face[acting]]
             planes.thickness[bi, ci] = tau[acting]
             planes.owner[bi, ci] = owner[face[acting]]
@@ -388,6 +412,29 @@ def along_frames(frames, f: float):
     k = int(f)
     w = f - k
     return (1 - w) * frames[k] + w * frames[k + 1], frames[k + 1] - frames[k]
+
+
+def nearest_on_triangles(points, corners, reach: float):
+    """The nearest place (N, 3) to each point (N, 3) on the triangles ``corners`` (T, 3, 3) whose boxes
+    come within ``reach`` (m) of it, its distance (N,), inf where none does, and whether the point
+    lies behind the triangles there (N,): behind every face round the nearest edge or corner (their
+    normals by the corners' order, outward on a closed mesh: inside it)."""
+    lows, highs = corners.min(1), corners.max(1)
+    point, triangle = np.nonzero(((points[:, None] >= lows - reach) & (points[:, None] <= highs + reach)).all(-1))
+    closest, _ = closest_on_triangles(points[point], *corners[triangle].transpose(1, 0, 2))
+    gap = points[point] - closest
+    distance = np.linalg.norm(gap, axis=-1)
+    best = np.full(len(points), np.inf)
+    np.minimum.at(best, point, distance)
+    nearest = np.zeros((len(points), 3))
+    won = distance <= best[point]
+    nearest[point[won]] = closest[won]
+    tri = corners[triangle]
+    side = (gap * cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])).sum(-1)
+    facing = np.full(len(points), -np.inf)  # the most the point lies in front of a tied face
+    tied = distance <= best[point] * (1 + 1e-6) + 1e-12
+    np.maximum.at(facing, point[tied], side[tied])
+    return nearest, best, (facing < 0) & (best > 1e-9)
 
 
 def closest_on_triangles(p, a, b, c):

@@ -248,7 +248,8 @@ def stacked_environment(bodies: list[Body], obstacles: Obstacles) -> Environment
         torch.cat([torch.tensor([False]) if e.support_contact is None else e.support_contact for e in envs]),
         pin_path=_pin_paths(envs), pin_fps=envs[0].pin_fps,
         load_points=loads, load_vectors=vectors, load_windows=windows, obstacles=obstacles,
-        surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]))
+        surface_points=_padded([torch.as_tensor(b.vertices, dtype=dtype)[None] for b in bodies]),
+        surface_faces=[np.asarray(b.faces) for b in bodies])
 
 
 def simulate_scene(bodies: list[tuple], model=None, progress: Callable[[int, int], bool | None] | None = None,

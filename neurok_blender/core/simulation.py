@@ -279,4 +279,6 @@ def environment(conditions: Conditions, vertices: np.ndarray, faces: np.ndarray,
         load_vectors=tensor(load_vectors, 3),
         load_windows=tensor(load_windows, 2),
         obstacles=Obstacles(conditions.colliders, conditions.fps) if conditions.colliders else None,
+        surface_points=tensor(vertices, 3) if conditions.colliders else None,
+        surface_faces=[np.asarray(faces)] if conditions.colliders else None,
     )

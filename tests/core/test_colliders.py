@@ -10,7 +10,7 @@ import torch
 
 from neurok_blender.core import Collider, Conditions, Environment, LagrangianSystem, RigidBodyMap, rollout, simulate
 from neurok_blender.core.dynamics import SUPPORT_ROLLING
-from neurok_blender.core.mesh import bbox_diagonal, convex_hull, fibonacci_sphere
+from neurok_blender.core.mesh import bbox_diagonal, convex_hull, fibonacci_sphere, subdivided
 from neurok_blender.core.obstacles import Obstacles, TriangleGrid, closest_on_triangles
 from neurok_blender.core.scene import simulate_scene
 from shapes import box
@@ -241,6 +241,21 @@ def test_a_platform_moving_up_lifts_the_box_on_it():
     assert abs(bottom[-1] - (0.5 + 0.02)) < 5e-3  # it stays on the platform once it stops
 
 
+def test_a_sheet_lifted_with_ease_in_and_out_carries_the_box_on_it():
+    """A keyframed lift as Blender eases it: an open sheet raised 1 m over a second, its speed up to
+    1.5 m/s; the box rides on its thickness within 4 mm throughout (heavier while it speeds up,
+    lighter as it slows down), at one step a frame where it rests on it, and never passes through."""
+    sheet = np.array([[-2.0, -2.0, 0.0], [2.0, -2.0, 0.0], [2.0, 2.0, 0.0], [-2.0, 2.0, 0.0]])
+    s = np.linspace(0.0, 1.0, 25)
+    lift = 3 * s**2 - 2 * s**3
+    frames = np.stack([sheet + [0.0, 0.0, z] for z in lift])
+    v, f = box((0.4, 0.4, 0.4), (-0.2, -0.2, 0.02))
+    result = simulate(v, f, Conditions(frames=30, fps=24, ground_height=None, category="rigid",
+                                       colliders=[Collider(frames, np.array([[0, 1, 2], [0, 2, 3]]), thickness=0.02)]))
+    height = result.positions[:, :, 2].min(1) - np.concatenate([lift, np.ones(5)]) - 0.02
+    assert np.abs(height).max() < 4e-3
+
+
 def test_bad_colliders_are_refused_with_their_name():
     v, f = box()
     tv, tf = table()
@@ -250,6 +265,41 @@ def test_bad_colliders_are_refused_with_their_name():
         simulate(v, f, Conditions(colliders=[Collider(tv, tf, thickness=0.0, name="shelf")]))
     with pytest.raises(ValueError, match="finite"):
         simulate(v, f, Conditions(colliders=[Collider(tv * np.nan, tf, name="shelf")]))
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+def test_a_rigid_box_rests_over_a_collider_s_edge_on_points_placed_over_it(splits):
+    """A 0.3 m box subdivided to 26 / 98 vertices (no edge points of its own over its faces' middles),
+    dropped 5 cm onto a collider box a third past its edge, its centre of mass 5 cm inside it: its
+    points placed over the collider's edge carry it, and it comes to rest and sleeps on it (it tipped
+    off on its own points inside the edge). Two thirds past, its centre of mass 5 cm outside, it
+    still tips off: the edge holds a body only as far as it should."""
+    table = Collider(*box((0.3, 0.3, 0.3)), thickness=0.005)
+    rigid = dict(frames=48, ground_height=0.0, category="rigid")
+    ends = {}
+    for past in (0.1, 0.2):
+        v, f = box((0.3, 0.3, 0.3), (0.0, past, 0.355))
+        for _ in range(splits):
+            v, f = subdivided(v, f)
+        result = simulate(v, f, Conditions(colliders=[table], **rigid))
+        ends[past] = result
+    assert ends[0.1].positions[-1, :, 2].min() > 0.3
+    assert np.ptp(ends[0.1].positions[-12:], axis=0).max() < 1e-6  # at rest
+    assert ends[0.2].positions[-1, :, 2].min() < 0.1
+
+
+def test_crease_points_lie_along_a_collider_s_sharp_edges_alone():
+    """A box collider's twelve edges are its creases (not its faces' diagonals); the points along
+    those within a query box lie on them at most the spacing apart, their ends included, each with
+    its collider's thickness."""
+    obstacles = Obstacles([Collider(*box((1.0, 1.0, 0.5)), thickness=0.02)], 24.0)
+    everywhere, _ = obstacles.crease_points(0.0, np.full(3, -1.0), np.full(3, 2.0), 1.0)
+    assert len(np.unique(everywhere, axis=0)) == 8  # the box's corners: its edges' ends, no diagonal's middle
+    points, thickness = obstacles.crease_points(0.0, np.array([0.8, 0.2, 0.4]), np.array([1.2, 0.5, 0.6]), 0.05)
+    np.testing.assert_allclose(points[:, [0, 2]], np.tile([1.0, 0.5], (len(points), 1)))  # on the top's x = 1 edge
+    along = np.sort(points[:, 1])
+    assert along[0] <= 0.25 and along[-1] == pytest.approx(0.5) and np.diff(along).max() <= 0.05 + 1e-12
+    np.testing.assert_allclose(thickness, 0.02)
 
 
 def test_a_point_over_the_ridge_of_a_symmetric_roof_meets_a_level_plane():
