@@ -638,13 +638,14 @@ class LagrangianSystem:
         colliders' creases (``Obstacles.crease_points``) come near its faces: on its surface at q, the
         nearest point to each crease point within the crease's collider's thickness plus the reach of
         the step (as ``Obstacles.planes``), and outside a closed body: an edge already cut into it
-        would meet a slot as deep as the cut, a spring pressed from nothing that launched a crate
-        tumbling onto a plinth. They then meet the colliders as every contact point does,
-        so a face over a collider's edge rests on that edge, not on its own points inside it alone.
-        The crease points lie a sixteenth of the body's size apart, or twice that and so on where more
-        would come near than there are slots: every one near takes a slot, so that no pressed spring
-        is dropped for another from step to step (docs/physics.md, "Colliders"). A used slot has a
-        contact point's mass share; the rest none."""
+        would meet a slot as deep as the cut, a spring pressed from nothing. They then meet the
+        colliders as every contact point does, so a face over a collider's edge rests on that edge,
+        not on its own points inside it alone. The crease points lie a sixteenth of the body's size
+        apart, or twice that and so on where more would come near than there are slots: every one
+        near takes a slot, so that no pressed spring is dropped for another from step to step
+        (docs/physics.md, "Colliders"). Where the creases' own vertices alone are more (a finely cut
+        collider), evenly every so many of them in order take one. A used slot has a contact point's
+        mass share; the rest none."""
         where = self.map.embed(q, SURFACE).numpy()
         speed = v.norm(dim=-1).amax(1).numpy()
         rotation, centre = self._rotations(q).numpy(), q[:, :3].numpy()
@@ -654,14 +655,16 @@ class LagrangianSystem:
             corners = where[body][self.env.surface_faces[body]]  # (T, 3, 3)
             reach = 2 * h * (speed[body] + self.obstacles.top_speed) + self.obstacles.reach_out
             low, high = corners.min((0, 1)) - reach, corners.max((0, 1)) + reach
-            spacing = float(np.linalg.norm(high - low)) / 16
+            size = float(np.linalg.norm(high - low))
+            spacing = size / 16
             while True:
                 c, thickness = self.obstacles.crease_points(t + 0.5 * h, low, high, spacing)
                 closest, distance, inside = nearest_on_triangles(c, corners, reach)
                 near = np.flatnonzero((distance <= thickness + reach) & ~(inside & self._closed[body]))
-                if len(near) <= self.n_slots:
+                if len(near) <= self.n_slots or spacing > size:
                     break
                 spacing *= 2
+            near = near[np.linspace(0, len(near) - 1, min(len(near), self.n_slots)).round().astype(np.int64)]
             arms[body, :len(near)] = (closest[near] - centre[body]) @ rotation[body]  # R^T (x - p)
             used[body, :len(near)] = True
         used = torch.from_numpy(used)

@@ -248,14 +248,8 @@ class Obstacles:
         it do too, so its crease is found there as in the whole mesh (a terrain's millions of
         triangles are not read for a box on a table)."""
         edges = crease_edges(self.positions[0], self.faces[self.grid.near(low, high)], CREASE_ANGLE)
-        ends, _ = self.at(t, edges)  # (E, 2, 3)
-        a, b = ends[:, 0], ends[:, 1]
-        parts = np.ceil(np.linalg.norm(b - a, axis=-1) / spacing).astype(np.int64).clip(min=1)
-        edge = np.repeat(np.arange(len(edges)), parts + 1)
-        along = ranks(parts + 1) / parts[edge]
-        points = a[edge] + along[:, None] * (b - a)[edge]
-        inside = ((points >= low) & (points <= high)).all(1)
-        return points[inside], self._skins[edges[:, 0]][edge][inside]
+        points, edge = points_along(self.at(t, edges)[0], low, high, spacing)
+        return points, self._skins[edges[edge, 0]]
 
     def nearby(self, x: np.ndarray, v: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
         """(point, triangle) pairs of contact points x, v (B, C, 3), indexed as x.reshape(-1, 3), and
@@ -412,6 +406,20 @@ def along_frames(frames, f: float):
     k = int(f)
     w = f - k
     return (1 - w) * frames[k] + w * frames[k + 1], frames[k + 1] - frames[k]
+
+
+def points_along(ends, low, high, spacing: float):
+    """Points (N, 3) along the segments ``ends`` (E, 2, 3) within the box [low, high] (3,), each
+    segment split into equal parts at most ``spacing`` (m) long, its ends included and an end that
+    segments share once, and each point's segment (N,)."""
+    a, b = ends[:, 0], ends[:, 1]
+    parts = np.ceil(np.linalg.norm(b - a, axis=-1) / spacing).astype(np.int64).clip(min=1)
+    edge = np.repeat(np.arange(len(ends)), parts + 1)
+    points = a[edge] + (ranks(parts + 1) / parts[edge])[:, None] * (b - a)[edge]
+    inside = np.flatnonzero(((points >= low) & (points <= high)).all(1))
+    _, first = np.unique(points[inside], axis=0, return_index=True)
+    kept = inside[np.sort(first)]
+    return points[kept], edge[kept]
 
 
 def nearest_on_triangles(points, corners, reach: float):

@@ -288,6 +288,18 @@ def test_a_rigid_box_rests_over_a_collider_s_edge_on_points_placed_over_it(split
     assert ends[0.2].positions[-1, :, 2].min() < 0.1
 
 
+def test_a_box_over_a_finely_cut_collider_rests_on_its_edges():
+    """A 0.5 m box over the whole top of a 0.3 m collider box cut into 64 segments round that top: more
+    crease vertices come near than the box has points to place, so every so many of them take one
+    (doubling their spacing alone never brought them under it), and the box rests on the edges."""
+    v, f = box((0.3, 0.3, 0.3))
+    for _ in range(4):
+        v, f = subdivided(v, f)
+    result = simulate(*box((0.5, 0.5, 0.5), (-0.1, -0.1, 0.305)),
+                      Conditions(frames=12, ground_height=0.0, category="rigid", colliders=[Collider(v, f, thickness=0.005)]))
+    assert abs(result.positions[-1, :, 2].min() - 0.305) < 3e-3
+
+
 def test_crease_points_lie_along_a_collider_s_sharp_edges_alone():
     """A box collider's twelve edges are its creases (not its faces' diagonals); the points along
     those within a query box lie on them at most the spacing apart, their ends included, each with
