@@ -152,6 +152,10 @@ class LagrangianSystem:
         if self.n_slots:
             self._slot_share = self.contact_mass.amax(1)  # (B,) a contact point's
             self._closed = [is_closed(faces) for faces in env.surface_faces]
+            # each body's faces, the rows of its vertices they use (a scene pads them) and its longest edge
+            self._surfaces_of = [(faces, np.unique(faces), float(np.linalg.norm(
+                points[faces] - points[np.roll(faces, 1, 1)], axis=-1).max()))
+                for faces, points in zip(env.surface_faces, env.surface_points.numpy())]
             self.contact_points = torch.cat([self.contact_points, self.contact_points[:, :1].expand(-1, self.n_slots, -1)], 1)
             self.contact_mass = torch.cat([self.contact_mass, torch.zeros(b, self.n_slots, dtype=dtype)], 1)
         self.n_contact = self.contact_points.shape[1]
@@ -652,18 +656,26 @@ class LagrangianSystem:
         arms = np.zeros((q.shape[0], self.n_slots, 3))
         used = np.zeros((q.shape[0], self.n_slots), bool)
         for body in np.flatnonzero(self._creased.numpy()):
-            corners = where[body][self.env.surface_faces[body]]  # (T, 3, 3)
+            faces, rows, longest = self._surfaces_of[body]
+            vertices = where[body]
             reach = 2 * h * (speed[body] + self.obstacles.top_speed) + self.obstacles.reach_out
-            low, high = corners.min((0, 1)) - reach, corners.max((0, 1)) + reach
+            low, high = vertices[rows].min(0) - reach, vertices[rows].max(0) + reach
             size = float(np.linalg.norm(high - low))
             spacing = size / 16
             while True:
                 c, thickness = self.obstacles.crease_points(t + 0.5 * h, low, high, spacing)
-                closest, distance, inside = nearest_on_triangles(c, corners, reach)
+                if not len(c):
+                    break
+                # the faces that can come within reach of one: a corner within the longest edge of it
+                grown = reach + longest
+                close = ((vertices >= c.min(0) - grown) & (vertices <= c.max(0) + grown)).all(1)
+                closest, distance, inside = nearest_on_triangles(c, vertices[faces[close[faces].any(1)]], reach)
                 near = np.flatnonzero((distance <= thickness + reach) & ~(inside & self._closed[body]))
                 if len(near) <= self.n_slots or spacing > size:
                     break
                 spacing *= 2
+            if not len(c):
+                continue
             near = near[np.linspace(0, len(near) - 1, min(len(near), self.n_slots)).round().astype(np.int64)]
             arms[body, :len(near)] = (closest[near] - centre[body]) @ rotation[body]  # R^T (x - p)
             used[body, :len(near)] = True
