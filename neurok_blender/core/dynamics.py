@@ -1020,8 +1020,11 @@ class LagrangianSystem:
         bodies below it in the step, and those of the bodies below that reach it) turns with what it
         landed on (the ground and colliders held still, bodies their mean spin) about the axes of
         their touching plane while it bounces, its spin about the plane's normal left alone: at each
-        step's end here, and within the implicit step by a damper (``_holding``). Returns (q_dot, the
-        kinetic energy (B,) J this takes).
+        step's end here, and within the implicit step by a damper (``_holding``). A body it lands on
+        that is itself flat on what carries it (its points pressed on surfaces facing up) is held so
+        too meanwhile, its spin in that plane to zero: a rigid support would not rock under the
+        impact, and the body landing, held to its support's spin, would leave the bounce turning.
+        Returns (q_dot, the kinetic energy (B,) J this takes).
 
         A rigid contact's impulses shift within the touching points' hull and end such an impact
         without tipping; the penalty springs instead push at their own centroid, which turns a body
@@ -1061,6 +1064,17 @@ class LagrangianSystem:
         rise = ((q_dot[:, :3] - on_below(q_dot[:, :3])) * flat_normal).sum(-1)
         bouncing = (self.clock - began <= 2 * math.pi / torch.sqrt(self.flat_stiffness)) | (rise.abs() > IMPACT_SPEED)
         flat = flat & bouncing
+        carrying = (below & flat[:, None]).any(0) & ~flat
+        if bool(carrying.any()):  # what a held landing lands on, flat on what carries it
+            flat, flat_normal = flat.clone(), flat_normal.clone()
+            up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
+            planes = self._planes_at(q)
+            x = self._acting(q)[0][:, :self.n_contact].repeat(1, planes.slots, 1)
+            within = planes.signed_depth(x[:, :self.n_contact]) > 0
+            within = within if self.pressed is None else within | self.pressed
+            carried = within & ((planes.normal @ up) > FLAT_UP)
+            for j in torch.nonzero(carrying).flatten().tolist():
+                flat[j], flat_normal[j] = _flat_over(x[j][carried[j]], planes.normal[j][carried[j]], q[j, :3])
         self._landed_flat = (landing, flat, flat_normal, began)
         if not bool(flat.any()):
             return q_dot, zero
