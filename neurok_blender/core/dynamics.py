@@ -151,10 +151,10 @@ class LagrangianSystem:
         self._slots = None  # (their arms R^T (x - p) (B, S, 3), which are used (B, S)) this step
         if self.n_slots:
             self._slot_share = self.contact_mass.amax(1)  # (B,) a contact point's
-            self._closed = [is_closed(faces) for faces in env.surface_faces]
-            # each body's faces, the rows of its vertices they use (a scene pads them) and its longest edge
+            # each body's faces, the rows of its vertices they use (a scene pads them), its longest edge
+            # and whether it is closed
             self._surfaces_of = [(faces, np.unique(faces), float(np.linalg.norm(
-                points[faces] - points[np.roll(faces, 1, 1)], axis=-1).max()))
+                points[faces] - points[np.roll(faces, 1, 1)], axis=-1).max()), is_closed(faces))
                 for faces, points in zip(env.surface_faces, env.surface_points.numpy())]
             self.contact_points = torch.cat([self.contact_points, self.contact_points[:, :1].expand(-1, self.n_slots, -1)], 1)
             self.contact_mass = torch.cat([self.contact_mass, torch.zeros(b, self.n_slots, dtype=dtype)], 1)
@@ -427,13 +427,13 @@ class LagrangianSystem:
         x, v = self._contact_motion(q, q_dot)
         before = self._contact_energy(q, x)
         previous = None if fresh or self._collider_planes is None else self._moved_planes(q, t0)
+        surfaces = self._surface_motion(q, t0, fresh)
         if self.n_slots:
-            self._place_on_creases(q, v, t0, t1 - t0)
+            self._place_on_creases(q, v, t0, t1 - t0, None if surfaces is None else surfaces[0])
             x, v = self._contact_motion(q, q_dot)
             if previous is not None:  # a slot's last plane was another place's
                 previous.offset[:, -self.n_slots:] = FAR
-        self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous,
-                                                      self._surface_motion(q, t0, fresh))
+        self._collider_planes = self.obstacles.planes(x.numpy(), v.numpy(), t0, t1 - t0, previous, surfaces)
         self._started = t0
         self.planes = self._combined_planes()
         self._carried = self._owner_shape = None
@@ -637,7 +637,7 @@ class LagrangianSystem:
         rows[..., 3:6] = -hat(turned) @ (rotation @ right_jacobian(q[:, 3:6]))[:, None]  # R (T e_k x r)
         return q[:, None, :3] + turned, rows
 
-    def _place_on_creases(self, q, v, t: float, h: float) -> None:
+    def _place_on_creases(self, q, v, t: float, h: float, where=None) -> None:
         """Place each rigid body's CREASE_SLOTS last contact points for the step [t, t + h] where the
         colliders' creases (``Obstacles.crease_points``) come near its faces: on its surface at q, the
         nearest point to each crease point within the crease's collider's thickness plus the reach of
@@ -649,14 +649,14 @@ class LagrangianSystem:
         near takes a slot, so that no pressed spring is dropped for another from step to step
         (docs/physics.md, "Colliders"). Where the creases' own vertices alone are more (a finely cut
         collider), evenly every so many of them in order take one. A used slot has a contact point's
-        mass share; the rest none."""
-        where = self.map.embed(q, SURFACE).numpy()
+        mass share; the rest none. ``where``: the bodies' surface vertices at q (B, V, 3), if known."""
+        where = self.map.embed(q, SURFACE).numpy() if where is None else where
         speed = v.norm(dim=-1).amax(1).numpy()
         rotation, centre = self._rotations(q).numpy(), q[:, :3].numpy()
         arms = np.zeros((q.shape[0], self.n_slots, 3))
         used = np.zeros((q.shape[0], self.n_slots), bool)
         for body in np.flatnonzero(self._creased.numpy()):
-            faces, rows, longest = self._surfaces_of[body]
+            faces, rows, longest, closed = self._surfaces_of[body]
             vertices = where[body]
             reach = 2 * h * (speed[body] + self.obstacles.top_speed) + self.obstacles.reach_out
             low, high = vertices[rows].min(0) - reach, vertices[rows].max(0) + reach
@@ -670,7 +670,7 @@ class LagrangianSystem:
                 grown = reach + longest
                 close = ((vertices >= c.min(0) - grown) & (vertices <= c.max(0) + grown)).all(1)
                 closest, distance, inside = nearest_on_triangles(c, vertices[faces[close[faces].any(1)]], reach)
-                near = np.flatnonzero((distance <= thickness + reach) & ~(inside & self._closed[body]))
+                near = np.flatnonzero((distance <= thickness + reach) & ~(inside & closed))
                 if len(near) <= self.n_slots or spacing > size:
                     break
                 spacing *= 2
@@ -1041,11 +1041,7 @@ class LagrangianSystem:
         if bool(begun.any()):
             flat, flat_normal = flat.clone(), flat_normal.clone()  # a snapshot may hold these
             began = torch.where(begun, self.clock - self.step, began)
-            planes = self._planes_at(q)
-            points = self._acting(q)[0][:, :self.n_contact]
-            within = planes.signed_depth(points) > 0  # pressed at the step's end, or within it
-            within = within if self.pressed is None else within | self.pressed
-            x = points.repeat(1, planes.slots, 1)  # each pair's point
+            planes, x, within = self._pressed_pairs(q)
             owner = planes.owner
             supported = within & ((owner < 0) | below.gather(1, owner.clamp(min=0)) & (owner >= 0))
             for a in torch.nonzero(begun).flatten().tolist():
@@ -1067,12 +1063,8 @@ class LagrangianSystem:
         carrying = (below & flat[:, None]).any(0) & ~flat
         if bool(carrying.any()):  # what a held landing lands on, flat on what carries it
             flat, flat_normal = flat.clone(), flat_normal.clone()
-            up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
-            planes = self._planes_at(q)
-            x = self._acting(q)[0][:, :self.n_contact].repeat(1, planes.slots, 1)
-            within = planes.signed_depth(x[:, :self.n_contact]) > 0
-            within = within if self.pressed is None else within | self.pressed
-            carried = within & ((planes.normal @ up) > FLAT_UP)
+            planes, x, within = self._pressed_pairs(q)
+            carried = within & ((planes.normal @ self._up) > FLAT_UP)
             for j in torch.nonzero(carrying).flatten().tolist():
                 flat[j], flat_normal[j] = _flat_over(x[j][carried[j]], planes.normal[j][carried[j]], q[j, :3])
         self._landed_flat = (landing, flat, flat_normal, began)
@@ -1080,12 +1072,25 @@ class LagrangianSystem:
             return q_dot, zero
         return self._hold_flat(q, q_dot, flat, flat_normal, on_below(self._spin(q, q_dot)))
 
+    def _pressed_pairs(self, q):
+        """The contact planes at q, each pair's point (B, P, 3) and whether it is pressed (B, P), at the
+        step's end or within it."""
+        planes = self._planes_at(q)
+        points = self._acting(q)[0][:, :self.n_contact]
+        within = planes.signed_depth(points) > 0
+        within = within if self.pressed is None else within | self.pressed
+        return planes, points.repeat(1, planes.slots, 1), within
+
+    @property
+    def _up(self):
+        """The unit vector against gravity (3,); zero without gravity."""
+        return -self.gravity / self.gravity.norm().clamp(min=1e-300)
+
     def _landing_on(self):
         """Which bodies (B, B) each lands on from above in an impact (``_meeting``, their normal within
         acos(FLAT_UP) of up), and the mean over those of rows (B, k), zero for none (the ground)."""
-        up = -self.gravity / self.gravity.norm().clamp(min=1e-300)
         meeting, normal = self._meeting
-        below = ~torch.isnan(meeting) & ((normal @ up) > FLAT_UP)
+        below = ~torch.isnan(meeting) & ((normal @ self._up) > FLAT_UP)
         count = below.sum(1, keepdim=True)
         return below, lambda rows: torch.where(count > 0, (below.to(rows.dtype) @ rows) / count.clamp(min=1), 0.0)
 

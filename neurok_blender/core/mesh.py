@@ -316,10 +316,16 @@ def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
     for _ in range(40):  # the spacing to a part in 2^40 of that range's logarithm
         middle = math.sqrt(fine * coarse)
         fine, coarse = (middle, coarse) if int((parts(middle) - 1).sum()) > count else (fine, middle)
-    n = parts(coarse)
-    edge = np.repeat(np.arange(len(edges)), n - 1)
-    step = (ranks(n - 1) + 1) / n[edge]
-    return a[edge] + step[:, None] * (b - a)[edge]
+    return along_segments(a, b, parts(coarse), ends=False)[0]
+
+
+def along_segments(a: np.ndarray, b: np.ndarray, parts: np.ndarray, ends: bool = True):
+    """The points (N, 3) that split each segment a -> b (E, 3) into ``parts`` (E,) equal parts, its
+    ends included or not, segment by segment, and each point's segment (N,)."""
+    counts = parts + 1 if ends else parts - 1
+    edge = np.repeat(np.arange(len(parts)), counts)
+    fraction = (ranks(counts) + (0 if ends else 1)) / parts[edge]
+    return a[edge] + fraction[:, None] * (b - a)[edge], edge
 
 
 def most_on_one_plane(points: np.ndarray, vertices: np.ndarray, faces: np.ndarray) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mesh import crease_edges, cross, ranks, triangle_areas
+from .mesh import along_segments, crease_edges, cross, ranks, triangle_areas
 from .options import Collider
 
 FAR = -1e30  # the offset of an inactive plane: no depth anywhere
@@ -414,8 +414,7 @@ def points_along(ends, low, high, spacing: float):
     segments share once, and each point's segment (N,)."""
     a, b = ends[:, 0], ends[:, 1]
     parts = np.ceil(np.linalg.norm(b - a, axis=-1) / spacing).astype(np.int64).clip(min=1)
-    edge = np.repeat(np.arange(len(ends)), parts + 1)
-    points = a[edge] + (ranks(parts + 1) / parts[edge])[:, None] * (b - a)[edge]
+    points, edge = along_segments(a, b, parts)
     inside = np.flatnonzero(((points >= low) & (points <= high)).all(1))
     _, first = np.unique(points[inside], axis=0, return_index=True)
     kept = inside[np.sort(first)]
