@@ -1167,12 +1167,17 @@ class LagrangianSystem:
 
     def touching(self, q, t: float) -> torch.Tensor:
         """Which bodies (B,) press a contact point into the ground, a collider or another body at ``q``,
-        time t: the last step's planes moved on to t, a collider's by its surface's velocity."""
+        time t, or have another body's point pressed into them (a box tipped over another's edge rests
+        on that edge's points, not on its own): the last step's planes moved on to t, a collider's by
+        its surface's velocity."""
         if self.planes is None or not self.n_contact:
             return torch.zeros(q.shape[0], dtype=torch.bool)
         planes = self._planes_at(q)
         ahead = torch.where(planes.owner < 0, (t - self._started) * (planes.normal * planes.velocity).sum(-1), 0.0)
-        return (planes.signed_depth(self._acting(q)[0][:, :self.n_contact]) + ahead > 0).any(1)
+        pressed = planes.signed_depth(self._acting(q)[0][:, :self.n_contact]) + ahead > 0
+        touching = pressed.any(1)
+        touching[planes.owner[pressed & (planes.owner >= 0)]] = True
+        return touching
 
     @property
     def damped(self) -> bool:
