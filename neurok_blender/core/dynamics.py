@@ -231,7 +231,8 @@ class LagrangianSystem:
             self.impact = _per_body(env.impact_restitution, b, dtype)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
         # (hold_landings) whether each body is landing, whether it began flat over its support, that
-        # support's normal and when (s) it began
+        # support's normal and when (s) it last moved along it faster than IMPACT_SPEED (at first, when
+        # the landing began)
         self._landed_flat = (torch.zeros(b, dtype=torch.bool), torch.zeros(b, dtype=torch.bool),
                              torch.zeros(b, 3, dtype=dtype), torch.zeros(b, dtype=dtype))
         self.contact_speed = 0.0  # m/s: the fastest a pushed pair moved along its normal, implicit steps since cleared
@@ -1054,12 +1055,15 @@ class LagrangianSystem:
         if not bool(flat.any()):
             self._landed_flat = (landing, flat, flat_normal, began)
             return q_dot, zero
-        # held while it bounces: for a period of the contact's springs, 2 pi / sqrt(k), and then while it
-        # moves along the normal faster than IMPACT_SPEED; come to rest on it, it turns freely again, to
-        # settle or to tip when pushed
+        # held while it bounces: until it has moved along the normal no faster than IMPACT_SPEED for a
+        # whole period of the contact's springs, 2 pi / sqrt(k) (``began`` then counts from its last fast
+        # step), so not let go at the bounce's turning point, where it is slow for a step while the
+        # springs still push hardest (on a box still bouncing on the ground, the springs' pushes then
+        # spun it off the box's corner); come to rest on it, it turns freely again, to settle or to tip
+        # when pushed
         rise = ((q_dot[:, :3] - on_below(q_dot[:, :3])) * flat_normal).sum(-1)
-        bouncing = (self.clock - began <= 2 * math.pi / torch.sqrt(self.flat_stiffness)) | (rise.abs() > IMPACT_SPEED)
-        flat = flat & bouncing
+        began = torch.where(rise.abs() > IMPACT_SPEED, self.clock, began)
+        flat = flat & (self.clock - began <= 2 * math.pi / torch.sqrt(self.flat_stiffness))
         carrying = (below & flat[:, None]).any(0) & ~flat
         if bool(carrying.any()):  # what a held landing lands on, flat on what carries it
             flat, flat_normal = flat.clone(), flat_normal.clone()
