@@ -43,7 +43,7 @@ IMPACT_SPEED = 0.2
 # towards it (or towards the other body's), keeps the body in its impact (restitute, _restitute_bodies):
 # a soft jelly's squashed face springs back up to about a millimetre off the ground while the body still sinks
 RETOUCH = 5e-3
-# A rigid body's impact that begins with its centre of mass over the hull of its touching points, on
+# A body's impact that begins with its centre of mass over the hull of its touching points, on
 # one surface (their normals within acos(FLAT_NORMALS) = 10 degrees), inside it by FLAT_MARGIN of the
 # hull's size, bounces without tipping (hold_landings); on another body, one it lands on from above,
 # their normal within acos(FLAT_UP) = 45 degrees of up
@@ -1011,11 +1011,12 @@ class LagrangianSystem:
     @property
     def holds_flat(self) -> bool:
         """Whether impacts that begin flat over their support keep the body from tipping (``hold_landings``):
-        in a scene of rigid bodies alone (a learned body's deformation takes its part of an impact)."""
-        return self.impact is not None and not self.deforms
+        wherever Newton's law holds over impacts; a learned body is held by its rigid part, its
+        deformation left free to take its share of the impact."""
+        return self.impact is not None
 
     def hold_landings(self, q, q_dot, incoming):
-        """Newton's law's companion for turning, after ``restitute``: a rigid body in an impact (on the
+        """Newton's law's companion for turning, after ``restitute``: a body in an impact (on the
         ground or a collider, ``incoming`` (B,) not NaN, or from above on other bodies) that began flat
         over what it landed on (``_flat_over``: the points that reach the ground, colliders and the
         bodies below it in the step, and those of the bodies below that reach it) turns with what it
@@ -1121,7 +1122,7 @@ class LagrangianSystem:
         return damping, pull
 
     def _spin(self, q, q_dot):
-        """Each rigid body's world angular velocity (B, 3): R T(theta) theta_dot."""
+        """Each body's world angular velocity (B, 3), a learned body's by its rigid part: R T(theta) theta_dot."""
         return (self._rotations(q) @ body_angular_velocity(q[:, 3:6], q_dot[:, 3:6])[..., None])[..., 0]
 
     def _hold_flat(self, q, q_dot, held, normal, support):
