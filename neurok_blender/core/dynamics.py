@@ -229,6 +229,14 @@ class LagrangianSystem:
         if env.impact_restitution is not None and self.touchable and bool(kinematic_map.rigid_dofs[:3].all()) \
                 and not self.n_pin:
             self.impact = _per_body(env.impact_restitution, b, dtype)
+        # (hold_landings) the period (B,) s of each body's slowest deformation at rest, what a squashed
+        # face takes to spring back; 0 for a rigid one, and for one that keeps nothing of an impact (e = 0,
+        # cloth: limp, it gives nothing back, and its slowest mode takes seconds)
+        self.give_period = torch.zeros(b, dtype=dtype)
+        if self.impact is not None and self.deforms and self.rest_stiffness is not None:
+            periods = _slowest_periods(self.factor(self.mass_matrix(self.map.rest_coordinates()))[0],
+                                       self.rest_stiffness)
+            self.give_period = torch.where(self.impact > 0, periods, 0.0)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
         # (hold_landings) whether each body is landing, whether it began flat over its support, that
         # support's normal and when (s) it last moved along it faster than IMPACT_SPEED (at first, when
@@ -1057,14 +1065,18 @@ class LagrangianSystem:
             self._landed_flat = (landing, flat, flat_normal, began)
             return q_dot, zero
         # held while it bounces: until it has moved along the normal no faster than IMPACT_SPEED for a
-        # whole period of the contact's springs, 2 pi / sqrt(k) (``began`` then counts from its last fast
-        # step), so not let go at the bounce's turning point, where it is slow for a step while the
-        # springs still push hardest (on a box still bouncing on the ground, the springs' pushes then
-        # spun it off the box's corner); come to rest on it, it turns freely again, to settle or to tip
-        # when pushed
+        # whole period of the contact's springs, 2 pi / sqrt(k), and of the slowest deformation of it and
+        # of the bodies it lands on (``began`` then counts from its last fast step), so not let go at
+        # the bounce's turning point, where it is slow for a step while the springs still push hardest
+        # (on a box still bouncing on the ground, the springs' pushes then spun it off the box's
+        # corner), nor while a jelly's face under it, squashed, has yet to spring back (it then pushed
+        # at its centroid and spun it off); come to rest on it, it turns freely again, to settle or to
+        # tip when pushed
         rise = ((q_dot[:, :3] - on_below(q_dot[:, :3])) * flat_normal).sum(-1)
         began = torch.where(rise.abs() > IMPACT_SPEED, self.clock, began)
-        flat = flat & (self.clock - began <= 2 * math.pi / torch.sqrt(self.flat_stiffness))
+        period = torch.maximum(2 * math.pi / torch.sqrt(self.flat_stiffness), self.give_period)
+        period = torch.maximum(period, torch.where(below, self.give_period, 0.0).amax(1))
+        flat = flat & (self.clock - began <= period)
         carrying = (below & flat[:, None]).any(0) & ~flat
         if bool(carrying.any()):  # what a held landing lands on, flat on what carries it
             flat, flat_normal = flat.clone(), flat_normal.clone()
@@ -1512,10 +1524,25 @@ def _top_eigenvalue(chol, matrix) -> float:
 
 
 def _top_eigenvalues(chol, matrix):
-    """Each body's largest eigenvalue of M^-1 A (B,), as that of the symmetric L^-1 A L^-T (M = L L^T)."""
+    """Each body's largest eigenvalue of M^-1 A (B,)."""
+    return _eigenvalues(chol, matrix)[..., -1]
+
+
+def _eigenvalues(chol, matrix):
+    """Each body's eigenvalues of M^-1 A (B, n), ascending, as those of the symmetric L^-1 A L^-T (M = L L^T)."""
     half = torch.linalg.solve_triangular(chol, matrix, upper=False)
     sym = torch.linalg.solve_triangular(chol, half.transpose(-1, -2), upper=False)
-    return torch.linalg.eigvalsh(sym)[..., -1]
+    return torch.linalg.eigvalsh(sym)
+
+
+def _slowest_periods(chol, stiffness):
+    """Each body's period (B,) s of its slowest mode of deformation, 2 pi / omega, omega^2 the least
+    positive eigenvalue of M^-1 K (its rigid motions, on which K is zero, left out); 0 for a body with
+    none (a rigid one)."""
+    omega2 = _eigenvalues(chol, stiffness)
+    floor = 1e-9 * omega2[:, -1:].clamp(min=1e-300)
+    omega2 = torch.where(omega2 > floor, omega2, torch.inf).amin(-1)
+    return 2 * math.pi / torch.sqrt(omega2)
 
 
 def _pin_stiffness(stiffness, masses, jacobian):

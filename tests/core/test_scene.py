@@ -214,19 +214,23 @@ def test_a_jelly_dropped_on_a_crate_lands_on_it_not_in_it_and_the_crate_holds_it
     assert np.abs(result[0].positions[-1] - result[0].positions[0]).max() < 2e-3  # the crate stays put
 
 
-def test_a_jelly_dropped_onto_a_crate_s_corner_lands_flat_and_stays():
-    """A 0.3 m jelly cube (the shipped model) dropped 15 cm flat onto a crate of the same size, a third
-    past two of its edges (its centre of mass 5 cm inside each): its landing is held from turning
-    while it bounces, by its rigid part, as a rigid box's is, and it stays on the crate (the penalty
-    springs, pushing at their centroid, spun it off: 104 degrees)."""
-    result = simulate_scene([(*box((0.3, 0.3, 0.3), (0.0, 0.0, 0.0)), Conditions(frames=30, ground_height=0.0,
-                                                                               category="rigid")),
-                             (*box((0.3, 0.3, 0.3), (0.1, 0.1, 0.45)), Conditions(frames=30, ground_height=0.0,
-                                                                                  category="elastic"))],
-                            model=NeuROK.load())
+@pytest.mark.parametrize("lower, upper", [("rigid", "elastic"), ("elastic", "rigid"), ("elastic", "elastic")])
+def test_a_body_dropped_onto_another_s_corner_lands_flat_and_stays(lower, upper):
+    """26-vertex cubes of 0.3 m, rigid or jellies (the shipped model), one dropped 15 cm flat onto the
+    other a third past two of its edges (its centre of mass 5 cm inside each): its landing is held
+    from turning while it bounces, a learned body's by its rigid part, and on a jelly until the
+    jelly's squashed face has had its slowest mode's period (0.22 s) to spring back. So it stays on
+    top, tilted only as far as the jelly's give under its off-centre weight tilts it (on a crate,
+    1 degree; on a jelly, 5-9 at most, settling back). A jelly on a crate spun off when only rigid
+    bodies were held (104 degrees at 8 vertices); a crate or a jelly on a jelly, held for a period of
+    the contact's springs alone, was pushed off by the face springing back after it (100 and 97)."""
+    drop = dict(frames=36, ground_height=0.0)
+    cube = lambda corner: subdivided(*box((0.3, 0.3, 0.3), corner))
+    result = simulate_scene([(*cube((0.0, 0.0, 0.0)), Conditions(category=lower, **drop)),
+                             (*cube((0.1, 0.1, 0.45)), Conditions(category=upper, **drop))], model=NeuROK.load())
     tilt = np.degrees(np.arccos(np.clip(result[1].pose["rotation"][:, 2, 2], -1.0, 1.0)))
-    assert tilt.max() < 5.0
-    assert result[1].positions[-1, :, 2].min() > 0.29
+    assert tilt.max() < (3.0 if lower == "rigid" else 12.0)
+    assert result[1].positions[-1, :, 2].min() > 0.3 - 0.03
 
 
 @pytest.mark.parametrize("field_limit", [dynamics.SURFACE_FIELD_LIMIT, 0])
