@@ -9,7 +9,8 @@ in a process that has simulated another learned body before, each timing on a fr
 (loaded before the clock starts), so that each builds its mesh's coordinates once, as a first
 Simulate of that mesh does: one alone, ten apart (two rows of five, 0.5 m between them, which never
 meet: what the scene's machinery costs), then ten in a loose pile (two layers of five, the upper
-falling onto the lower), then five stacked with 0.1 m between them. Penetration is the
+falling onto the lower; how many of the upper five are still up on the lower at the end), then five
+stacked with 0.1 m between them. Penetration is the
 deepest any vertex of a body's drawn mesh lies inside another body's, measured to that one's surface,
 over all frames; the lean, how far the top of the stack's centre strays sideways. Writes
 benchmarks/results/scene_cost.{json,md}.
@@ -103,19 +104,21 @@ def main():
             [(*mesh((0.0, 0.0, 0.05 + 0.4 * i)), conditions) for i in range(5)], model=models[3]))
         row = {"category": category, "vertices": len(mesh((0, 0, 0))[0]), "one_s": seconds_one,
                "apart_s": seconds_apart, "apart_over_one": seconds_apart / seconds_one, "ten_s": seconds_ten,
-               "ten_over_one": seconds_ten / seconds_one, "stack_s": seconds_stack,
+               "ten_over_one": seconds_ten / seconds_one, "ten_steps": ten[0].steps, "one_steps": one.steps,
+               "pile_up": sum(int(r.positions[-1, :, 2].min() > SIZE - 0.02) for r in ten[5:]),
+               "stack_s": seconds_stack,
                "stack_penetration_m": penetration(stack, mesh((0, 0, 0))[1]), "stack_lean_m": lean(stack),
                "finite": bool(all(np.isfinite(r.positions).all() for r in (one, *spread, *ten, *stack)))}
         rows.append(row)
         print(row, flush=True)
-    lines = ["| bodies | vertices each | one alone | ten apart | apart / one | ten in a pile | pile / one | five stacked | "
-             "deepest into another | top's lean |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| bodies | vertices each | one alone | ten apart | apart / one | ten in a pile | pile / one | "
+             "steps, pile / one | pile's top layer still up | five stacked | deepest into another | top's lean |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['category']} | {r['vertices']} | {r['one_s']:.1f} s | {r['apart_s']:.1f} s | "
-                     f"{r['apart_over_one']:.1f} | {r['ten_s']:.1f} s | "
-                     f"{r['ten_over_one']:.1f} | {r['stack_s']:.1f} s | {1000 * r['stack_penetration_m']:.1f} mm | "
-                     f"{1000 * r['stack_lean_m']:.0f} mm |")
+                     f"{r['apart_over_one']:.1f} | {r['ten_s']:.1f} s | {r['ten_over_one']:.1f} | "
+                     f"{r['ten_steps']} / {r['one_steps']} | {r['pile_up']} of 5 | {r['stack_s']:.1f} s | "
+                     f"{1000 * r['stack_penetration_m']:.1f} mm | {1000 * r['stack_lean_m']:.0f} mm |")
     text = "\n".join(lines)
     print(text)
     write_results("scene_cost", text, rows=rows)
