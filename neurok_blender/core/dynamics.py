@@ -10,6 +10,7 @@ Hessian, or a closed form) and the Jacobian of the points forces act on.
 """
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -50,7 +51,9 @@ RETOUCH = 5e-3
 FLAT_NORMALS = math.cos(math.radians(10.0))
 FLAT_MARGIN = 0.02
 FLAT_UP = math.cos(math.radians(45.0))
-CREASE_SLOTS = 32  # contact points a rigid body places each step where colliders' creases meet its faces
+CREASE_SLOTS = 32  # contact points a body places each step where colliders' creases meet its faces
+SLOT_SLACK = 0.25  # of a learned body's size: how far its deformation may move its surface out of its rest box
+BOX_CORNERS = np.array(list(itertools.product((0, 1), repeat=3)))  # a box's 8 corners, low (0) or high (1) per axis
 HOLD_RATE = 1e3  # a held landing's damper stops its turning within a step to a part in this (_holding)
 # m: the ground under a body moves (_lift_ground) only when the support it meets has moved this far: a
 # body rocking at rest would otherwise take the work of a change too small to matter at every step
@@ -141,13 +144,12 @@ class LagrangianSystem:
         empty = torch.zeros(b, 0, 3, dtype=dtype)
         self.contact_points = env.contact_points if env.contact_points is not None else empty
         self.contact_mass = env.contact_mass if env.contact_mass is not None else torch.zeros(b, 0, dtype=dtype)
-        # a rigid body's contact points where the colliders' creases meet its faces, placed each step
+        # a body's contact points where the colliders' creases meet its faces, placed each step
         # (_place_on_creases) after its own: a copy of its first point and weightless while unused
         sizes = getattr(kinematic_map, "sizes", None) or [kinematic_map.n_dof] * b
-        self._creased = torch.tensor([n == 6 for n in sizes]) & bool(
-            env.obstacles is not None and len(env.obstacles.faces) and env.surface_faces is not None
-            and self.contact_points.shape[1])
-        self.n_slots = CREASE_SLOTS if bool(self._creased.any()) else 0
+        creased = bool(env.obstacles is not None and len(env.obstacles.faces) and env.surface_faces is not None
+                       and self.contact_points.shape[1])
+        self.n_slots = CREASE_SLOTS if creased else 0
         self._slots = None  # (their arms R^T (x - p) (B, S, 3), which are used (B, S)) this step
         if self.n_slots:
             self._slot_share = self.contact_mass.amax(1)  # (B,) a contact point's
@@ -156,6 +158,17 @@ class LagrangianSystem:
             self._surfaces_of = [(faces, np.unique(faces), float(np.linalg.norm(
                 points[faces] - points[np.roll(faces, 1, 1)], axis=-1).max()), is_closed(faces))
                 for faces, points in zip(env.surface_faces, env.surface_points.numpy())]
+            # each body's surface's box in its own frame at rest (B, 2, 3), grown by SLOT_SLACK of its
+            # size on a learned body, whose deformation moves the surface: where crease points can come
+            # near it, before the surface is drawn at q (_place_on_creases)
+            rest = self.map.rest_coordinates()
+            arms = (env.surface_points - rest[:, None, :3]) @ self.map.pose(rest)["rotation"]  # R^T (x - p)
+            used = [torch.from_numpy(rows) for _, rows, _, _ in self._surfaces_of]
+            low = torch.stack([a[r].amin(0) for a, r in zip(arms, used)])
+            high = torch.stack([a[r].amax(0) for a, r in zip(arms, used)])
+            learned = torch.tensor([n > 6 for n in sizes], dtype=dtype)[:, None]
+            slack = SLOT_SLACK * learned * (high - low).norm(dim=-1, keepdim=True)
+            self._surface_box = torch.stack([low - slack, high + slack], 1)
             self.contact_points = torch.cat([self.contact_points, self.contact_points[:, :1].expand(-1, self.n_slots, -1)], 1)
             self.contact_mass = torch.cat([self.contact_mass, torch.zeros(b, self.n_slots, dtype=dtype)], 1)
         self.n_contact = self.contact_points.shape[1]
@@ -637,8 +650,9 @@ class LagrangianSystem:
         return x, jacobian
 
     def _material_points(self, q, arms):
-        """The rigid bodies' material points at body-frame arms r (B, K, 3) from their centres of mass:
-        x = p + R r and J = [1 | -[R r]x R T | 0] (T the right Jacobian of exp at theta)."""
+        """The bodies' material points at body-frame arms r (B, K, 3) from their origins p, moved by
+        their rigid motion alone: x = p + R r and J = [1 | -[R r]x R T | 0] (T the right Jacobian of exp
+        at theta; a learned body's deformation left out, exact for a rigid one)."""
         rotation = self._rotations(q)
         turned = arms @ rotation.transpose(1, 2)  # R r
         rows = torch.zeros(*arms.shape, q.shape[1], dtype=q.dtype)
@@ -647,7 +661,7 @@ class LagrangianSystem:
         return q[:, None, :3] + turned, rows
 
     def _place_on_creases(self, q, v, t: float, h: float, where=None) -> None:
-        """Place each rigid body's CREASE_SLOTS last contact points for the step [t, t + h] where the
+        """Place each body's CREASE_SLOTS last contact points for the step [t, t + h] where the
         colliders' creases (``Obstacles.crease_points``) come near its faces: on its surface at q, the
         nearest point to each crease point within the crease's collider's thickness plus the reach of
         the step (as ``Obstacles.planes``), and outside a closed body: an edge already cut into it
@@ -658,17 +672,26 @@ class LagrangianSystem:
         near takes a slot, so that no pressed spring is dropped for another from step to step
         (docs/physics.md, "Colliders"). Where the creases' own vertices alone are more (a finely cut
         collider), evenly every so many of them in order take one. A used slot has a contact point's
-        mass share; the rest none. ``where``: the bodies' surface vertices at q (B, V, 3), if known."""
-        where = self.map.embed(q, SURFACE).numpy() if where is None else where
+        mass share; the rest none. A slot moves with its body's rigid motion over the step
+        (``_material_points``): on a learned body it is placed on the deformed surface and pushes the
+        body as a whole, its deformation answering the contact points' pushes alone. ``where``: the
+        bodies' surface vertices at q (B, V, 3), if known."""
         speed = v.norm(dim=-1).amax(1).numpy()
         rotation, centre = self._rotations(q).numpy(), q[:, :3].numpy()
+        reach = 2 * h * (speed + self.obstacles.top_speed) + self.obstacles.reach_out
+        corners = self._surface_box.numpy()[:, BOX_CORNERS, np.arange(3)]  # (B, 8, 3) in the body's frame
+        boxed = corners @ rotation.transpose(0, 2, 1) + centre[:, None]  # p + R c
+        around = np.stack([boxed.min(1) - reach[:, None], boxed.max(1) + reach[:, None]], 1)  # (B, 2, 3)
+        creased = [body for body in range(q.shape[0]) if len(self.obstacles.crease_points(
+            t + 0.5 * h, *around[body], float(np.linalg.norm(around[body, 1] - around[body, 0])) / 16)[0])]
         arms = np.zeros((q.shape[0], self.n_slots, 3))
         used = np.zeros((q.shape[0], self.n_slots), bool)
-        for body in np.flatnonzero(self._creased.numpy()):
+        if creased and where is None:  # no crease near, no surface drawn
+            where = self.map.embed(q, SURFACE).numpy()
+        for body in creased:
             faces, rows, longest, closed = self._surfaces_of[body]
             vertices = where[body]
-            reach = 2 * h * (speed[body] + self.obstacles.top_speed) + self.obstacles.reach_out
-            low, high = vertices[rows].min(0) - reach, vertices[rows].max(0) + reach
+            low, high = vertices[rows].min(0) - reach[body], vertices[rows].max(0) + reach[body]
             size = float(np.linalg.norm(high - low))
             spacing = size / 16
             while True:
@@ -676,10 +699,10 @@ class LagrangianSystem:
                 if not len(c):
                     break
                 # the faces that can come within reach of one: a corner within the longest edge of it
-                grown = reach + longest
+                grown = reach[body] + longest
                 close = ((vertices >= c.min(0) - grown) & (vertices <= c.max(0) + grown)).all(1)
-                closest, distance, inside = nearest_on_triangles(c, vertices[faces[close[faces].any(1)]], reach)
-                near = np.flatnonzero((distance <= thickness + reach) & ~(inside & closed))
+                closest, distance, inside = nearest_on_triangles(c, vertices[faces[close[faces].any(1)]], reach[body])
+                near = np.flatnonzero((distance <= thickness + reach[body]) & ~(inside & closed))
                 if len(near) <= self.n_slots or spacing > size:
                     break
                 spacing *= 2
