@@ -686,7 +686,7 @@ class LagrangianSystem:
             t + 0.5 * h, *around[body], float(np.linalg.norm(around[body, 1] - around[body, 0])) / 16)[0])]
         arms = np.zeros((q.shape[0], self.n_slots, 3))
         used = np.zeros((q.shape[0], self.n_slots), bool)
-        if creased and where is None:  # no crease near, no surface drawn
+        if creased and where is None:  # the surface is drawn only where a crease comes near
             where = self.map.embed(q, SURFACE).numpy()
         for body in creased:
             faces, rows, longest, closed = self._surfaces_of[body]
