@@ -257,8 +257,10 @@ class LagrangianSystem:
         self._landed_flat = (torch.zeros(b, dtype=torch.bool), torch.zeros(b, dtype=torch.bool),
                              torch.zeros(b, 3, dtype=dtype), torch.zeros(b, dtype=dtype))
         self.contact_speed = 0.0  # m/s: the fastest a pushed pair moved along its normal, implicit steps since cleared
-        # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal (B, B, 3)
-        self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype))
+        # between bodies (restitute): each pair's incoming relative speed (B, B), NaN apart, and normal
+        # (B, B, 3); and of its last impact, the incoming speed (B, B), NaN for none, and when it ended (s)
+        self._meeting = (torch.full((b, b), torch.nan, dtype=dtype), torch.zeros(b, b, 3, dtype=dtype),
+                         torch.full((b, b), torch.nan, dtype=dtype), torch.full((b, b), -torch.inf, dtype=dtype))
 
     def _ground_planes(self, lift=None):
         """The ground as one plane under every contact point, raised by ``lift`` (B,) m, or None without a
@@ -996,8 +998,11 @@ class LagrangianSystem:
         (``within`` (B, P), v_in from the velocities the step began with) while they close (v_in > 0:
         surfaces that touch as the bodies part bring none, ``restitute``) and ends at the first step
         that ends with none reached (``depth`` (B, P) > 0), unless a point lies within RETOUCH of the
-        other while they still close (as against the ground: a learned face springing off midway);
-        the excess is then taken out as an impulse between the two, -mu (rise - kept) on a and the
+        other while they still close (as against the ground: a learned face springing off midway). A
+        touch while they part, within the slowest deformation's period of either (``give_period``)
+        after an impact between them ended, carries on that impact with its v_in: a squashed face
+        springing back onto the other would push them apart again, past e v_in. At its end the
+        excess is taken out as an impulse between the two, -mu (rise - kept) on a and the
         opposite on b (mu = M_a M_b / (M_a + M_b)), so momentum is kept, and each body's loss of
         kinetic energy is returned as dissipated (B,)."""
         b = q_dot.shape[0]
@@ -1015,14 +1020,17 @@ class LagrangianSystem:
         pressed, _ = met(depth > 0)
         near, _ = met(depth > -RETOUCH)
         meeting, normals = met(within)
-        incoming, normal = self._meeting
+        incoming, normal, last, ended = self._meeting
         starting = meeting & torch.isnan(incoming)
         if bool(starting.any()):
             unit = normals / normals.norm(dim=-1, keepdim=True).clamp(min=1e-300)
             closing = -((q_dot_before[:, None, :3] - q_dot_before[None, :, :3]) * unit).sum(-1)
-            starting = starting & (closing > 0)  # surfaces that meet while the bodies part bring no impact
+            # surfaces that meet while the bodies part bring no impact, or carry on the one just ended
+            window = torch.maximum(self.give_period[:, None], self.give_period[None, :])
+            resumed = starting & (closing <= 0) & ~torch.isnan(last) & (self.clock - ended <= window)
+            starting = starting & (closing > 0)
             normal = torch.where(starting[..., None], unit, normal)
-            incoming = torch.where(starting, closing, incoming)
+            incoming = torch.where(starting, closing, torch.where(resumed, last, incoming))
         rise = ((q_dot[:, None, :3] - q_dot[None, :, :3]) * normal).sum(-1)
         leaving = _impact_ends(pressed, near, rise) & ~torch.isnan(incoming)
         dissipated = torch.zeros(b, dtype=q_dot.dtype)
@@ -1035,8 +1043,9 @@ class LagrangianSystem:
             moved = q_dot[:, :3] + kick.sum(1)
             dissipated = 0.5 * mass * ((q_dot[:, :3] ** 2).sum(-1) - (moved**2).sum(-1))
             q_dot = torch.cat([moved, q_dot[:, 3:]], 1)
+            last, ended = torch.where(leaving, incoming, last), torch.where(leaving, self.clock, ended)
             incoming = torch.where(leaving, torch.nan, incoming)
-        self._meeting = (incoming, normal)
+        self._meeting = (incoming, normal, last, ended)
         return q_dot, dissipated
 
     @property
@@ -1129,7 +1138,7 @@ class LagrangianSystem:
     def _landing_on(self):
         """Which bodies (B, B) each lands on from above in an impact (``_meeting``, their normal within
         acos(FLAT_UP) of up), and the mean over those of rows (B, k), zero for none (the ground)."""
-        meeting, normal = self._meeting
+        meeting, normal = self._meeting[:2]
         below = ~torch.isnan(meeting) & ((normal @ self._up) > FLAT_UP)
         count = below.sum(1, keepdim=True)
         return below, lambda rows: torch.where(count > 0, (below.to(rows.dtype) @ rows) / count.clamp(min=1), 0.0)
