@@ -158,17 +158,19 @@ class LagrangianSystem:
             self._surfaces_of = [(faces, np.unique(faces), float(np.linalg.norm(
                 points[faces] - points[np.roll(faces, 1, 1)], axis=-1).max()), is_closed(faces))
                 for faces, points in zip(env.surface_faces, env.surface_points.numpy())]
-            # each body's surface's box in its own frame at rest (B, 2, 3), grown by SLOT_SLACK of its
-            # size on a learned body, whose deformation moves the surface: where crease points can come
-            # near it, before the surface is drawn at q (_place_on_creases)
-            rest = self.map.rest_coordinates()
-            arms = (env.surface_points - rest[:, None, :3]) @ self.map.pose(rest)["rotation"]  # R^T (x - p)
-            used = [torch.from_numpy(rows) for _, rows, _, _ in self._surfaces_of]
-            low = torch.stack([a[r].amin(0) for a, r in zip(arms, used)])
-            high = torch.stack([a[r].amax(0) for a, r in zip(arms, used)])
-            learned = torch.tensor([n > 6 for n in sizes], dtype=dtype)[:, None]
-            slack = SLOT_SLACK * learned * (high - low).norm(dim=-1, keepdim=True)
-            self._surface_box = torch.stack([low - slack, high + slack], 1)
+            # a learned body's surface is drawn for the slots only where crease points come near its
+            # box: the surface's in its own frame at rest (B, 2, 3), grown by SLOT_SLACK of its size for
+            # the deformation (a rigid body's, cheap to draw, and a scene's, drawn for the bodies, are
+            # drawn every step)
+            self._surface_box = None
+            if any(n > 6 for n in sizes):
+                rest = self.map.rest_coordinates()
+                arms = (env.surface_points - rest[:, None, :3]) @ self.map.pose(rest)["rotation"]  # R^T (x - p)
+                used = [torch.from_numpy(rows) for _, rows, _, _ in self._surfaces_of]
+                low = torch.stack([a[r].amin(0) for a, r in zip(arms, used)])
+                high = torch.stack([a[r].amax(0) for a, r in zip(arms, used)])
+                slack = SLOT_SLACK * (high - low).norm(dim=-1, keepdim=True)
+                self._surface_box = torch.stack([low - slack, high + slack], 1)
             self.contact_points = torch.cat([self.contact_points, self.contact_points[:, :1].expand(-1, self.n_slots, -1)], 1)
             self.contact_mass = torch.cat([self.contact_mass, torch.zeros(b, self.n_slots, dtype=dtype)], 1)
         self.n_contact = self.contact_points.shape[1]
@@ -222,6 +224,7 @@ class LagrangianSystem:
         self.planes = self._ground  # contact.ContactPlanes the contact points meet this step
         self.elastic = (~kinematic_map.rigid_dofs).to(dtype)
         self.deforms = bool(self.elastic.any())
+        rest_chol = None  # the Cholesky factor of M at rest, where the deformation needs it
         if self.deforms and (self.touchable or self.n_pin):
             # a contact point or pin the deformation moves with little inertia gets a spring of its own
             # mass at most, so its frequency stays sqrt(k) as for a rigid body (contact.plane_forces);
@@ -230,13 +233,13 @@ class LagrangianSystem:
             # pins on a soft direction add up (docs/physics.md, "Pins")
             rest = self.map.rest_coordinates()
             jacobian = self.map.jacobian(rest, ACTING)[1][:, :self.n_contact + self.n_pin]
-            chol, _ = self.factor(self.mass_matrix(rest))
-            mobile = self._mobile_mass(self._whiten(chol, jacobian))
+            rest_chol, _ = self.factor(self.mass_matrix(rest))
+            mobile = self._mobile_mass(self._whiten(rest_chol, jacobian))
             self.contact_mass = torch.minimum(self.contact_mass, mobile[:, :self.n_contact])
             self.pin_mass = torch.minimum(self.pin_mass, mobile[:, self.n_contact:])
             if self.n_pin:
                 held = _pin_stiffness(1.0, self.pin_mass, jacobian[:, self.n_contact:])  # per unit k
-                self.pin_mass = self.pin_mass / _top_eigenvalues(chol, held).clamp(min=1.0)[:, None]
+                self.pin_mass = self.pin_mass / _top_eigenvalues(rest_chol, held).clamp(min=1.0)[:, None]
         self.rest_stiffness = self._rest_stiffness()
         self.impact = None  # e per body of Newton's law over each impact (restitute), for a free body on a ground
         if env.impact_restitution is not None and self.touchable and bool(kinematic_map.rigid_dofs[:3].all()) \
@@ -246,10 +249,8 @@ class LagrangianSystem:
         # face takes to spring back; 0 for a rigid one, and for one that keeps nothing of an impact (e = 0,
         # cloth: limp, it gives nothing back, and its slowest mode takes seconds)
         self.give_period = torch.zeros(b, dtype=dtype)
-        if self.impact is not None and self.deforms and self.rest_stiffness is not None:
-            periods = _slowest_periods(self.factor(self.mass_matrix(self.map.rest_coordinates()))[0],
-                                       self.rest_stiffness)
-            self.give_period = torch.where(self.impact > 0, periods, 0.0)
+        if self.impact is not None and rest_chol is not None and self.rest_stiffness is not None:
+            self.give_period = torch.where(self.impact > 0, _slowest_periods(rest_chol, self.rest_stiffness), 0.0)
         self._impact_normal = torch.zeros(b, 3, dtype=dtype)  # the surface's normal where each impact began
         # (hold_landings) whether each body is landing, whether it began flat over its support, that
         # support's normal and when (s) it last moved along it faster than IMPACT_SPEED (at first, when
@@ -681,14 +682,16 @@ class LagrangianSystem:
         speed = v.norm(dim=-1).amax(1).numpy()
         rotation, centre = self._rotations(q).numpy(), q[:, :3].numpy()
         reach = 2 * h * (speed + self.obstacles.top_speed) + self.obstacles.reach_out
-        corners = self._surface_box.numpy()[:, BOX_CORNERS, np.arange(3)]  # (B, 8, 3) in the body's frame
-        boxed = corners @ rotation.transpose(0, 2, 1) + centre[:, None]  # p + R c
-        around = np.stack([boxed.min(1) - reach[:, None], boxed.max(1) + reach[:, None]], 1)  # (B, 2, 3)
-        creased = [body for body in range(q.shape[0]) if len(self.obstacles.crease_points(
-            t + 0.5 * h, *around[body], float(np.linalg.norm(around[body, 1] - around[body, 0])) / 16)[0])]
+        creased = range(q.shape[0])
+        if where is None and self._surface_box is not None:  # a learned body's surface, drawn only near creases
+            corners = self._surface_box.numpy()[:, BOX_CORNERS, np.arange(3)]  # (B, 8, 3) in the body's frame
+            boxed = corners @ rotation.transpose(0, 2, 1) + centre[:, None]  # p + R c
+            around = np.stack([boxed.min(1) - reach[:, None], boxed.max(1) + reach[:, None]], 1)  # (B, 2, 3)
+            creased = [body for body in creased if len(self.obstacles.crease_points(
+                t + 0.5 * h, *around[body], float(np.linalg.norm(around[body, 1] - around[body, 0])) / 16)[0])]
         arms = np.zeros((q.shape[0], self.n_slots, 3))
         used = np.zeros((q.shape[0], self.n_slots), bool)
-        if creased and where is None:  # the surface is drawn only where a crease comes near
+        if creased and where is None:
             where = self.map.embed(q, SURFACE).numpy()
         for body in creased:
             faces, rows, longest, closed = self._surfaces_of[body]
