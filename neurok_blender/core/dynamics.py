@@ -938,7 +938,9 @@ class LagrangianSystem:
         the step at whose end (or within which: an implicit step can hold a whole bounce) a contact point
         first reaches into the ground or a collider while the centre of mass comes towards it (n is then
         the mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards
-        them, relative to their surfaces, as the step began, before the spring slowed it; NaN in flight)
+        them, relative to their surfaces, as the step began, before the spring slowed it, or the
+        fastest it moved towards them later in the impact, pushed in by a body landing on it; NaN in
+        flight)
         and ends when none is reached, unless one lies within RETOUCH of its surface while the centre of
         mass still comes in (a learned face springing off midway). A point that reaches while the
         centre of mass moves away (a learned surface still wobbling as the body leaves) brings no
@@ -977,6 +979,8 @@ class LagrangianSystem:
             incoming = torch.where(starting, towards, incoming)
         n = self._impact_normal
         rise = ((q_dot[:, :3] - surface) * n).sum(-1)
+        # pushed in further during its impact (by a body landing on it), it came in that much faster
+        incoming = torch.maximum(incoming, -rise)
         # a learned surface that wobbles off the surface while its centre of mass still comes in is
         # still in its impact: ended there, the touch that follows would start another with the speed
         # left then, a fraction of the first's

@@ -319,6 +319,80 @@ def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
     return along_segments(a, b, parts(coarse), ends=False)[0]
 
 
+def face_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndarray:
+    """At most ``count`` points (N, 3) over the mesh's surface besides its vertices, about s apart
+    everywhere, with the finest spacing s (by bisection) whose points fit: along its creases and
+    borders as ``edge_samples`` places them, and inside each triangle on a square grid of s laid along
+    its longest side from that side's midpoint, at least s / 2 from its other sides and from every
+    crease and border, and on that side itself where it is no crease (a quad's diagonal: its two
+    triangles, each the other's image through its centre, share that row and get each other's grids,
+    so its points are centred on it). A low-poly face then presses on what it meets with its whole
+    area, evenly, where its vertices alone press at its corners and points along its edges at its
+    border. A Python loop over the triangles: meant for low-poly meshes."""
+    v = np.asarray(vertices, dtype=np.float64)
+    edges = crease_edges(v, faces)
+    ends = v[edges[:, 0]], v[edges[:, 1]]
+    edge_length = np.linalg.norm(ends[1] - ends[0], axis=1)
+    corners = v[faces]  # (T, 3, 3)
+    sides = np.linalg.norm(corners[:, [2, 0, 1]] - corners[:, [1, 2, 0]], axis=2)  # the side opposite corner k
+    size = float(sides.max(initial=0.0))
+    if count <= 0 or size <= 0.0:
+        return np.zeros((0, 3))
+    rows = np.arange(len(faces))[:, None]
+    opposite = sides.argmax(1)[:, None]
+    a, b, c = (corners[rows, (opposite + k) % 3][:, 0] for k in (1, 2, 0))  # a -> b the longest side
+    unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-300)
+    along, middle = unit(b - a), (a + b) / 2
+    height = c - middle - ((c - middle) * along).sum(1, keepdims=True) * along
+    depth, up = np.linalg.norm(height, axis=1), unit(height)
+    crease_keys = {tuple(e) for e in np.sort(edges, axis=1)}
+    on_crease = np.array([tuple(sorted(faces[t, [(o + 1) % 3, (o + 2) % 3]])) in crease_keys
+                          for t, o in enumerate(opposite[:, 0])], dtype=bool)
+
+    def inward(p, q):
+        """The unit normal of side p -> q in the triangle's plane, towards the longest side's midpoint."""
+        d = unit(q - p)
+        n = unit(up - (up * d).sum(1, keepdims=True) * d)
+        return np.where(((middle - p) * n).sum(1, keepdims=True) < 0, -n, n), p
+
+    others = inward(b, c), inward(c, a)
+    tolerance = 1e-9 * max(bbox_diagonal(v), 1e-30)
+
+    def samples(spacing):
+        half = np.ceil(sides.max(1) / (2 * spacing)).astype(np.int64)
+        grids = []
+        for t in range(len(faces)):
+            rows_up = np.arange(int(on_crease[t]), int(depth[t] / spacing) + 1)
+            i, j = (g.ravel() for g in np.meshgrid(np.arange(-half[t], half[t] + 1), rows_up, indexing="ij"))
+            grid = middle[t] + spacing * (i[:, None] * along[t] + j[:, None] * up[t])
+            inside = np.ones(len(grid), dtype=bool)
+            for n, p in others:
+                inside &= (grid - p[t]) @ n[t] >= spacing / 2
+            grids.append(grid[inside])
+        grid = np.concatenate(grids)
+        # a row on a quad's diagonal runs close to the other triangle's sides near its ends
+        grid = grid[_segment_distance(grid, *ends) >= spacing / 2 - tolerance]
+        parts = np.ceil(edge_length / spacing).astype(np.int64).clip(min=1)
+        points = np.concatenate([along_segments(*ends, parts, ends=False)[0], grid])
+        _, first = np.unique(np.round(points / tolerance).astype(np.int64), axis=0, return_index=True)
+        return points[np.sort(first)]
+
+    coarse, fine = size, size / (count + 2)  # none fits past the mesh's size, every triangle overflows below
+    for _ in range(40):
+        spacing = math.sqrt(fine * coarse)
+        fine, coarse = (spacing, coarse) if len(samples(spacing)) > count else (fine, spacing)
+    return samples(coarse)
+
+
+def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each point's (N, 3) distance to the nearest of the segments a -> b (E, 3); inf without any."""
+    if not len(a) or not len(points):
+        return np.full(len(points), np.inf)
+    d = b - a
+    t = (((points[:, None] - a[None]) * d[None]).sum(-1) / np.maximum((d * d).sum(-1), 1e-300)).clip(0.0, 1.0)
+    return np.linalg.norm(points[:, None] - (a[None] + t[..., None] * d[None]), axis=-1).min(1)
+
+
 def along_segments(a: np.ndarray, b: np.ndarray, parts: np.ndarray, ends: bool = True):
     """The points (N, 3) that split each segment a -> b (E, 3) into ``parts`` (E,) equal parts, its
     ends included or not, segment by segment, and each point's segment (N,)."""

@@ -20,8 +20,8 @@ from .dynamics import SUPPORT_ROLLING, SUPPORT_ROLLING_SLIP, SUPPORT_SHARE, Envi
 from .initial import initial_state
 from .kinematics import KinematicMap
 from .material import BodyMaterial
-from .mesh import (bbox_diagonal, check_mesh, contact_samples, edge_samples, most_on_one_plane, round_hull,
-                   support_samples)
+from .mesh import (bbox_diagonal, check_mesh, contact_samples, edge_samples, face_samples, most_on_one_plane,
+                   round_hull, support_samples)
 from .mirror import find_mirrors
 from .obstacles import Obstacles
 from .options import Conditions
@@ -98,7 +98,8 @@ def prepare(vertices, faces, conditions: Conditions | None = None, model=None, p
     if category == "rigid" and conditions.pull is not None:
         raise ValueError("pull-and-release bends the body; the rigid category has no deformation coordinates")
     v, points, conditions, lifted = lifted_onto_ground(v, points, conditions)
-    env = environment(conditions, v, f, category == "rigid" and (among_meshes or bool(conditions.colliders)))
+    spread = "faces" if category != "rigid" else "edges" if among_meshes or conditions.colliders else None
+    env = environment(conditions, v, f, spread)
     kmap, report = None, Report(category)
     if category != "rigid":
         kmap, report = model.body(v, f, conditions, category)
@@ -221,32 +222,44 @@ def contact_points(vertices: np.ndarray, count: int = 128) -> np.ndarray:
     return np.unique(mirrors.vertex_images(vertices, picked))
 
 
-def touching_points(vertices: np.ndarray, faces: np.ndarray, along_edges: bool, count: int = 128,
+def touching_points(vertices: np.ndarray, faces: np.ndarray, spread: str | None, count: int = 128,
                     edged: int = 64) -> tuple[np.ndarray, float]:
     """The material points (C, 3) a body touches with, and the share of them one flat side of it holds
     at most, relative to its vertices' (``Environment.flat_share``).
 
-    Its ``contact_points`` (``count`` at most, share 1); and ``along_edges``, where it has fewer than
-    ``edged`` vertices, ``mesh.edge_samples`` up to ``edged`` points in all, the share then the most
-    points on the plane of one of its triangles over C, over the same of its vertices: a flat side
-    presses as its vertices did alone (a box's 20 points of 56 on a side as its 4 corners of 8), so
-    a landing on it rings as before, while a low-poly body meets another's edges where no vertex does
-    (a box laid across another, a plank across a beam) and rests on its edges' points up to a
-    support's edge (docs/physics.md, "Several bodies"). For a rigid body that can meet meshes
-    (colliders, other bodies; ``prepare``): a plane meets a body first at its hull's vertices, so on
-    the ground alone the vertices do."""
+    Its ``contact_points`` (``count`` at most, share 1); where ``spread`` asks, more on its surface,
+    the share then the most points on the plane of one of its triangles over C, over the same of its
+    vertices: a flat side presses as its vertices did alone (a box's 20 points of 56 on a side as its
+    4 corners of 8), so a landing on it rings as before.
+
+    - "edges" (a rigid body that can meet meshes: colliders, other bodies; ``prepare``), where fewer
+      than ``edged`` of its vertices are picked, ``mesh.edge_samples`` up to ``edged`` points in all:
+      a low-poly body meets another's edges where no vertex does (a box laid across another, a plank
+      across a beam) and rests on its edges' points up to a support's edge (docs/physics.md, "Several
+      bodies"). A plane meets a rigid body first at its hull's vertices, so on the ground alone the
+      vertices do.
+    - "faces" (a learned body, wherever it is, so that it lands alike alone and among others), of
+      fewer than ``edged`` vertices, ``mesh.face_samples`` up to ``count`` points in all: its faces
+      bend between their vertices, and what it meets presses on their whole area (Blender's 8-vertex
+      cube as a jelly laid across two boxes, or a jelly plank across another, rests on them, where on
+      its vertices it fell through)."""
     picked = vertices[contact_points(vertices, count)]
-    if not along_edges or len(picked) >= edged:
+    if spread == "faces" and len(vertices) < edged:
+        more = face_samples(vertices, faces, count - len(picked))
+    elif spread == "edges" and len(picked) < edged:
+        more = edge_samples(vertices, faces, edged - len(picked))
+    else:
         return picked, 1.0
-    points = np.concatenate([picked, edge_samples(vertices, faces, edged - len(picked))])
+    points = np.concatenate([picked, more])
     return points, (most_on_one_plane(points, vertices, faces) / len(points)) / \
         (most_on_one_plane(picked, vertices, faces) / len(picked))
 
 
-def environment(conditions: Conditions, vertices: np.ndarray, faces: np.ndarray, along_edges: bool = False) -> Environment:
+def environment(conditions: Conditions, vertices: np.ndarray, faces: np.ndarray,
+                spread: str | None = None) -> Environment:
     """Turn Conditions into the engine's batched tensors for one body, touching with points
-    ``along_edges`` too or not (``touching_points``)."""
-    contact, flat_share = touching_points(vertices, faces, along_edges)
+    ``spread`` over its surface or its vertices alone (``touching_points``)."""
+    contact, flat_share = touching_points(vertices, faces, spread)
     load_points, load_vectors, load_windows = [], [], []
     for force in conditions.forces:
         share = force.share(vertices)

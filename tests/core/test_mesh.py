@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from neurok_blender.core import mesh
-from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, edge_samples, fibonacci_sphere,
-                                      is_closed, lattice_inside, mass_properties, principal_points, round_hull,
-                                      subdivided, support_samples, winding_number)
+from neurok_blender.core.mesh import (check_mesh, contact_samples, convex_hull, edge_samples, face_samples,
+                                      fibonacci_sphere, is_closed, lattice_inside, mass_properties, principal_points,
+                                      round_hull, subdivided, support_samples, winding_number)
 from neurok_blender.core.simulation import contact_points, touching_points
 from shapes import box
 from training.shapes.solids import uv_sphere
@@ -195,17 +195,54 @@ def test_edge_samples_spread_evenly_along_a_box_s_edges_alone_and_keep_its_symme
     assert len(edge_samples(v, f, 0)) == 0
 
 
+@pytest.mark.parametrize("size", [(0.3, 0.3, 0.3), (1.0, 0.1, 0.1)])
+def test_face_samples_spread_over_a_box_s_faces_evenly_within_the_budget_and_centred(size):
+    """Points on the surface of an 8-vertex box, none at its vertices, within the budget, about one
+    spacing apart everywhere (each point's nearest neighbour, a vertex included, within a factor 2 of
+    the others'), and on every side centred on it, as its corners are."""
+    v, f = box(size)
+    points = face_samples(v, f, 120)
+    assert 60 < len(points) <= 120
+    lower, upper = v.min(0), v.max(0)
+    on_a_side = (np.isclose(points, lower) | np.isclose(points, upper)).any(1)
+    assert on_a_side.all() and ((points >= lower - 1e-12) & (points <= upper + 1e-12)).all()
+    assert np.linalg.norm(points[:, None] - v[None], axis=-1).min() > 1e-9
+    everything = np.concatenate([points, v])
+    gaps = np.linalg.norm(points[:, None] - everything[None], axis=-1)
+    gaps[np.arange(len(points)), np.arange(len(points))] = np.inf
+    nearest = gaps.min(1)
+    assert nearest.max() < 2.0 * nearest.min()
+    for axis in range(3):
+        for end in (lower, upper):
+            side = points[np.isclose(points[:, axis], end[axis])]
+            np.testing.assert_allclose(side.mean(0), np.where(np.arange(3) == axis, end, v.mean(0)), atol=1e-12)
+    assert len(face_samples(v, f, 0)) == 0
+
+
+def test_a_learned_low_poly_body_touches_with_points_over_its_faces():
+    """An 8-vertex box as a jelly touches with points spread over its faces (``count`` in all at most)
+    wherever it is, its springs stiffened as for the points along its edges; a mesh of many vertices
+    keeps its vertices."""
+    v, f = box((0.3, 0.3, 0.3))
+    points, share = touching_points(v, f, "faces")
+    assert 64 < len(points) <= 128
+    on_a_side = np.isclose(points[:, 2], 0.0).sum()
+    assert share == pytest.approx((on_a_side / len(points)) / (4 / 8))
+    fine = subdivided(*subdivided(*subdivided(v, f)))
+    np.testing.assert_array_equal(touching_points(*fine, "faces")[0], fine[0][contact_points(fine[0])])
+
+
 def test_a_low_poly_rigid_body_touches_other_meshes_along_its_edges_with_a_flat_side_pressing_as_its_corners_did():
     """Where it can meet meshes, an 8-vertex box touches with points along its edges besides its
     corners; its springs are stiffened by the share of them on one side over its corners' 4 of 8,
     so that a side presses as its corners did. On the ground alone, and for a mesh of many
     vertices, the contact points are as they were."""
     v, f = box((0.3, 0.3, 0.3))
-    alone, share = touching_points(v, f, False)
+    alone, share = touching_points(v, f, None)
     assert len(alone) == 8 and share == 1.0
-    points, share = touching_points(v, f, True)
+    points, share = touching_points(v, f, "edges")
     assert 8 < len(points) <= 64
     on_a_side = np.isclose(points[:, 2], 0.0).sum()
     assert share == pytest.approx((on_a_side / len(points)) / (4 / 8))
     fine = subdivided(*subdivided(*subdivided(v, f)))
-    np.testing.assert_array_equal(touching_points(*fine, True)[0], fine[0][contact_points(fine[0])])
+    np.testing.assert_array_equal(touching_points(*fine, "edges")[0], fine[0][contact_points(fine[0])])
