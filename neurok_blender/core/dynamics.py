@@ -939,8 +939,8 @@ class LagrangianSystem:
         first reaches into the ground or a collider while the centre of mass comes towards it (n is then
         the mean normal of the planes it reached, ``incoming`` (B,) the centre of mass's speed towards
         them, relative to their surfaces, as the step began, before the spring slowed it, or the
-        fastest it moved towards them later in the impact, pushed in by a body landing on it; NaN in
-        flight)
+        fastest it moved towards them later in the impact, gravity acting through its first step or a
+        body landing on it pushing it in; NaN in flight)
         and ends when none is reached, unless one lies within RETOUCH of its surface while the centre of
         mass still comes in (a learned face springing off midway). A point that reaches while the
         centre of mass moves away (a learned surface still wobbling as the body leaves) brings no
@@ -979,7 +979,8 @@ class LagrangianSystem:
             incoming = torch.where(starting, towards, incoming)
         n = self._impact_normal
         rise = ((q_dot[:, :3] - surface) * n).sum(-1)
-        # pushed in further during its impact (by a body landing on it), it came in that much faster
+        # pushed in further during its impact (by gravity within its first step, by a body landing on it),
+        # it came in that much faster
         incoming = torch.maximum(incoming, -rise)
         # a learned surface that wobbles off the surface while its centre of mass still comes in is
         # still in its impact: ended there, the touch that follows would start another with the speed

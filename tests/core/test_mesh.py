@@ -197,8 +197,8 @@ def test_edge_samples_spread_evenly_along_a_box_s_edges_alone_and_keep_its_symme
 
 @pytest.mark.parametrize("size", [(0.3, 0.3, 0.3), (1.0, 0.1, 0.1)])
 def test_face_samples_spread_over_a_box_s_faces_evenly_within_the_budget_and_centred(size):
-    """Points on the surface of an 8-vertex box, none at its vertices, within the budget, about one
-    spacing apart everywhere (each point's nearest neighbour, a vertex included, within a factor 2 of
+    """Points on the surface of an 8-vertex box, inside its faces as well as along its edges, none at
+    its vertices, within the budget, about one spacing apart everywhere (each point's nearest neighbour, a vertex included, within a factor 2 of
     the others'), and on every side centred on it, as its corners are."""
     v, f = box(size)
     points = face_samples(v, f, 120)
@@ -206,6 +206,8 @@ def test_face_samples_spread_over_a_box_s_faces_evenly_within_the_budget_and_cen
     lower, upper = v.min(0), v.max(0)
     on_a_side = (np.isclose(points, lower) | np.isclose(points, upper)).any(1)
     assert on_a_side.all() and ((points >= lower - 1e-12) & (points <= upper + 1e-12)).all()
+    inside_a_face = (np.isclose(points, lower) | np.isclose(points, upper)).sum(1) == 1  # on one side, off its edges
+    assert inside_a_face.sum() >= len(points) / 4
     assert np.linalg.norm(points[:, None] - v[None], axis=-1).min() > 1e-9
     everything = np.concatenate([points, v])
     gaps = np.linalg.norm(points[:, None] - everything[None], axis=-1)
