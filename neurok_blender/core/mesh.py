@@ -311,12 +311,20 @@ def edge_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
     if count <= 0 or not len(edges) or float(length.max()) <= 0.0:
         return np.zeros((0, 3))
     parts = lambda spacing: np.ceil(length / spacing).astype(np.int64).clip(min=1)
-    coarse = float(length.max())  # no edge split
-    fine = coarse / (count + 2)  # the longest edge alone gets more than ``count``
-    for _ in range(40):  # the spacing to a part in 2^40 of that range's logarithm
+    # no edge split at the longest edge's length; below a (count + 2)-th of it, that edge alone overflows
+    spacing = _finest_spacing(lambda s: int((parts(s) - 1).sum()), float(length.max()), count)
+    return along_segments(a, b, parts(spacing), ends=False)[0]
+
+
+def _finest_spacing(number_at, coarse: float, count: int) -> float:
+    """The finest spacing s whose ``number_at(s)`` points fit in ``count``, by bisection of log s
+    between ``coarse`` (where they fit) and coarse / (count + 2) (where they do not), to a part in
+    2^40 of that range's logarithm."""
+    fine = coarse / (count + 2)
+    for _ in range(40):
         middle = math.sqrt(fine * coarse)
-        fine, coarse = (middle, coarse) if int((parts(middle) - 1).sum()) > count else (fine, middle)
-    return along_segments(a, b, parts(coarse), ends=False)[0]
+        fine, coarse = (middle, coarse) if number_at(middle) > count else (fine, middle)
+    return coarse
 
 
 def face_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndarray:
@@ -377,11 +385,7 @@ def face_samples(vertices: np.ndarray, faces: np.ndarray, count: int) -> np.ndar
         _, first = np.unique(np.round(points / tolerance).astype(np.int64), axis=0, return_index=True)
         return points[np.sort(first)]
 
-    coarse, fine = size, size / (count + 2)  # none fits past the mesh's size, every triangle overflows below
-    for _ in range(40):
-        spacing = math.sqrt(fine * coarse)
-        fine, coarse = (spacing, coarse) if len(samples(spacing)) > count else (fine, spacing)
-    return samples(coarse)
+    return samples(_finest_spacing(lambda s: len(samples(s)), size, count))  # at the mesh's size, no point
 
 
 def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
